@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::puts("tally: under construction"); return 0; }

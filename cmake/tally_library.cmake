@@ -1,0 +1,22 @@
+# tally_library(NAME DEPS dep...): one library per folder under src/, built from every
+# .cpp in it (and in sub-folders listed in SUBDIRS). Public include root is src/, so headers
+# are included as "base/status.h", "io/gguf.h", ...
+function(tally_library name)
+  cmake_parse_arguments(ARG "" "" "DEPS;SUBDIRS;SOURCES" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  foreach(sub ${ARG_SUBDIRS})
+    file(GLOB sub_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${sub}/*.cpp)
+    list(APPEND srcs ${sub_srcs})
+  endforeach()
+  list(APPEND srcs ${ARG_SOURCES})
+  if(srcs)
+    add_library(tally_${name} STATIC ${srcs})
+    target_include_directories(tally_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(tally_${name} PUBLIC ${ARG_DEPS})
+  else()  # headers only (so far)
+    add_library(tally_${name} INTERFACE)
+    target_include_directories(tally_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(tally_${name} INTERFACE ${ARG_DEPS})
+  endif()
+  add_library(tally::${name} ALIAS tally_${name})
+endfunction()

@@ -1,0 +1,97 @@
+#include "base/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+
+#include "base/check.h"
+
+namespace tally {
+
+namespace {
+constexpr int kSpinIterations = 1 << 14;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+int hardware_threads() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : hardware_threads()) {
+  workers_.reserve(n_threads_ - 1);
+  for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::work(int thread) {
+  const int64_t n = n_tasks_;
+  for (;;) {
+    int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (task >= n) break;
+    (*job_)(task, thread);
+  }
+}
+
+void ThreadPool::worker_main(int thread) {
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t gen = generation_.load(std::memory_order_acquire);
+    for (int i = 0; gen == seen && i < kSpinIterations; ++i) {
+      cpu_relax();
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    if (gen == seen) {
+      generation_.wait(seen, std::memory_order_acquire);
+      continue;
+    }
+    seen = gen;
+    if (stop_.load(std::memory_order_acquire)) return;
+    work(thread);
+    pending_workers_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run(int64_t n_tasks, FunctionRef<void(int64_t task, int thread)> fn) {
+  if (n_tasks <= 0) return;
+  if (n_threads_ == 1 || n_tasks == 1) {
+    for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
+    return;
+  }
+  job_ = &fn;
+  n_tasks_ = n_tasks;
+  next_task_.store(0, std::memory_order_relaxed);
+  pending_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  work(0);
+  while (pending_workers_.load(std::memory_order_acquire) != 0) cpu_relax();
+  job_ = nullptr;
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain,
+                              FunctionRef<void(int64_t, int64_t, int)> fn) {
+  TALLY_CHECK(grain > 0, "grain must be positive, got {}", grain);
+  const int64_t n_tasks = (n + grain - 1) / grain;
+  run(n_tasks, [&](int64_t task, int thread) {
+    const int64_t begin = task * grain;
+    fn(begin, std::min(n, begin + grain), thread);
+  });
+}
+
+}  // namespace tally

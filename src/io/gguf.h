@@ -1,0 +1,117 @@
+// GGUF (v2, v3; little-endian) as llama.cpp writes it: header, metadata key/values, tensor
+// infos, aligned data section. GgufFile parses over a memory map (or borrowed bytes) and never
+// trusts the file: every count, length, offset and size is checked against the bytes present,
+// and a bad file yields a Status naming the field and its byte offset.
+//
+// Strings and tensor data are views into the mapped bytes: valid while the GgufFile lives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/mapped_file.h"
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace tally::io {
+
+enum class GgufType : uint32_t {
+  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
+  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+};
+std::string_view gguf_type_name(GgufType type);
+
+// One metadata value. Scalars keep their exact type; arrays keep their element type and
+// their elements (arrays of arrays are allowed by the format and supported).
+struct GgufValue {
+  GgufType type = GgufType::kU8;
+  union {
+    uint64_t u64;  // kU8, kU16, kU32, kU64, kBool
+    int64_t i64;   // kI8, kI16, kI32, kI64
+    double f64;    // kF32, kF64
+  } num{};
+  std::string_view str;             // kString
+  GgufType elem_type = GgufType::kU8;  // kArray
+  std::vector<GgufValue> items;     // kArray
+
+  bool is_integer() const;  // any integer type (not bool)
+  bool is_float() const { return type == GgufType::kF32 || type == GgufType::kF64; }
+  // Value as a signed integer if it is an integer type that fits int64 (or a bool).
+  std::optional<int64_t> as_int() const;
+  // Value as a double if numeric (integers are converted).
+  std::optional<double> as_float() const;
+  std::optional<bool> as_bool() const;
+  std::optional<std::string_view> as_string() const;
+  // Human-readable form for `tally info` (long arrays are abbreviated).
+  std::string to_display_string(size_t max_items = 8) const;
+};
+
+struct GgufTensorInfo {
+  std::string_view name;
+  uint32_t raw_type = 0;          // as stored; may be a type tally cannot compute
+  DType type = DType::kF32;       // valid when dtype_traits(raw_type) exists (checked on parse)
+  std::vector<int64_t> dims;      // ggml order: dims[0] is the contiguous (row) length
+  uint64_t offset = 0;            // relative to the data section
+  uint64_t n_bytes = 0;           // checked against the file
+  const uint8_t* data = nullptr;  // into the mapped file
+
+  int64_t n_elements() const;
+  std::span<const uint8_t> bytes() const { return {data, static_cast<size_t>(n_bytes)}; }
+};
+
+class GgufFile {
+ public:
+  // Maps and parses a file.
+  static Result<GgufFile> open(const std::string& path);
+  // Parses bytes owned by the caller (tests, fuzzing); they must outlive the GgufFile.
+  static Result<GgufFile> parse(std::span<const uint8_t> bytes, std::string name = "<memory>");
+
+  GgufFile(GgufFile&&) noexcept = default;
+  GgufFile& operator=(GgufFile&&) noexcept = default;
+
+  const std::string& name() const { return name_; }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  uint64_t file_size() const { return bytes_.size(); }
+  uint64_t data_offset() const { return data_offset_; }
+
+  // Metadata in file order.
+  const std::vector<std::pair<std::string_view, GgufValue>>& metadata() const { return kv_; }
+  const GgufValue* find(std::string_view key) const;
+
+  // Typed getters: NotFound if absent, Format if the value has the wrong type.
+  Result<int64_t> get_int(std::string_view key) const;
+  Result<double> get_float(std::string_view key) const;
+  Result<bool> get_bool(std::string_view key) const;
+  Result<std::string_view> get_string(std::string_view key) const;
+  // Array getters (elements converted where the conversion is exact).
+  Result<std::vector<std::string_view>> get_string_array(std::string_view key) const;
+  Result<std::vector<float>> get_f32_array(std::string_view key) const;
+  Result<std::vector<int64_t>> get_int_array(std::string_view key) const;
+  // Defaults when absent (still an error if present with the wrong type).
+  Result<int64_t> get_int_or(std::string_view key, int64_t fallback) const;
+  Result<double> get_float_or(std::string_view key, double fallback) const;
+  Result<bool> get_bool_or(std::string_view key, bool fallback) const;
+
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const GgufTensorInfo* find_tensor(std::string_view name) const;
+
+ private:
+  GgufFile() = default;
+  friend class GgufParser;
+
+  std::string name_;
+  std::unique_ptr<MappedFile> map_;  // null when parsing borrowed bytes
+  std::span<const uint8_t> bytes_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
+  std::vector<std::pair<std::string_view, GgufValue>> kv_;
+  std::vector<GgufTensorInfo> tensors_;
+};
+
+}  // namespace tally::io
