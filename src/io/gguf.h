@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/mapped_file.h"
@@ -112,6 +114,9 @@ class GgufFile {
   uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string_view, GgufValue>> kv_;
   std::vector<GgufTensorInfo> tensors_;
+  // Name -> index into kv_ / tensors_ (names are unique: the parser rejects duplicates).
+  std::unordered_map<std::string_view, size_t> kv_index_;
+  std::unordered_map<std::string_view, size_t> tensor_index_;
 };
 
 }  // namespace tally::io
