@@ -1,0 +1,50 @@
+#include "backend/cpu/attention.h"
+
+#include "backend/cpu/attention_impl.h"
+#include "base/check.h"
+
+namespace tally::cpu {
+
+namespace {
+
+// Inner loops of the scalar path (also the reference of the SIMD paths).
+struct ScalarKernels {
+  static float dot(const float* a, const float* b, int64_t n) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+  }
+  static void axpy(float* y, float w, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];
+  }
+  static void scale(float* y, float a, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] *= a;
+  }
+  static void exp_inplace(float* s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) s[i] = __builtin_expf(s[i]);
+  }
+};
+
+}  // namespace
+
+void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int64_t kv_head) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::attention_task_avx512(args, token, kv_head);
+    case IsaLevel::kAvx2: return detail::attention_task_avx2(args, token, kv_head);
+    case IsaLevel::kScalar: return attention_task_impl<ScalarKernels>(args, token, kv_head);
+  }
+}
+
+void attention(const AttentionArgs& args, ThreadPool& pool) {
+  TALLY_CHECK(args.n_kv_heads > 0 && args.n_heads % args.n_kv_heads == 0,
+              "{} query heads do not split into {} KV heads", args.n_heads, args.n_kv_heads);
+  TALLY_CHECK(args.kv.block_size > 0, "block size {}", args.kv.block_size);
+  const IsaLevel isa = cpu_isa_level();
+  // One task per (token, KV head): each owns its output rows, so no reduction is split.
+  pool.run(args.n_tokens * args.n_kv_heads, [&](int64_t task, int) {
+    attention_task(isa, args, task / args.n_kv_heads, task % args.n_kv_heads);
+  });
+}
+
+}  // namespace tally::cpu

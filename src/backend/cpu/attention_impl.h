@@ -1,0 +1,84 @@
+// The attention algorithm of attention.h, once, over a kernel set K that supplies the inner
+// loops (dot, axpy, scale, exp_inplace): scalar in attention.cpp, SIMD in attention_simd.h.
+// Internal linkage and builtins only, so ISA-specific instantiations cannot leak.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/attention.h"
+
+namespace tally::cpu {
+namespace {
+
+// Running softmax state of one query head: max m, sum l, unnormalized output in out.
+template <class K>
+void attention_softmax_update(float* s, int64_t nc, float& m, float& l, float* out,
+                              int64_t head_dim) {
+  float chunk_max = s[0];
+  for (int64_t p = 1; p < nc; ++p) chunk_max = s[p] > chunk_max ? s[p] : chunk_max;
+  if (chunk_max > m) {
+    if (l > 0.0f) {  // rescale what was summed under the old max
+      const float alpha = __builtin_expf(m - chunk_max);
+      K::scale(out, alpha, head_dim);
+      l *= alpha;
+    }
+    m = chunk_max;
+  }
+  for (int64_t p = 0; p < nc; ++p) s[p] -= m;
+  K::exp_inplace(s, nc);
+  for (int64_t p = 0; p < nc; ++p) l += s[p];
+}
+
+// Query heads [g0, g0 + ng) of KV head kvh for token t.
+template <class K>
+void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
+  const int64_t hd = a.head_dim;
+  const int64_t n_rep = a.n_heads / a.n_kv_heads;
+  const int64_t n_ctx = static_cast<int64_t>(a.positions[t]) + 1;
+  const BlockTableView table = a.block_tables[a.seq_index[t]];
+  const int64_t bs = a.kv.block_size;
+  const int64_t slot_stride = a.n_kv_heads * hd;
+  const float divisor = __builtin_sqrtf(static_cast<float>(hd));
+  const float* q = a.q + (t * a.n_heads + kvh * n_rep + g0) * hd;  // [ng][hd]
+  float* out = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd;    // [ng][hd]
+
+  float m[kAttentionGroup];
+  float l[kAttentionGroup];
+  float s[kAttentionGroup][kAttentionChunk];  // scores, then weights
+  int64_t offset[kAttentionChunk];            // of each position's K/V row in the layer
+  for (int64_t g = 0; g < ng; ++g) {
+    m[g] = -__builtin_inff();
+    l[g] = 0.0f;
+    for (int64_t d = 0; d < hd; ++d) out[g * hd + d] = 0.0f;
+  }
+  for (int64_t c0 = 0; c0 < n_ctx; c0 += kAttentionChunk) {
+    const int64_t nc = n_ctx - c0 < kAttentionChunk ? n_ctx - c0 : kAttentionChunk;
+    for (int64_t p = 0; p < nc; ++p) {
+      const int64_t pos = c0 + p;
+      const int64_t slot = static_cast<int64_t>(table.ids[pos / bs]) * bs + pos % bs;
+      offset[p] = slot * slot_stride + kvh * hd;
+    }
+    for (int64_t p = 0; p < nc; ++p) {
+      const float* k = a.kv.k + offset[p];
+      for (int64_t g = 0; g < ng; ++g) s[g][p] = K::dot(q + g * hd, k, hd) / divisor;
+    }
+    for (int64_t g = 0; g < ng; ++g) attention_softmax_update<K>(s[g], nc, m[g], l[g], out + g * hd, hd);
+    for (int64_t p = 0; p < nc; ++p) {
+      const float* v = a.kv.v + offset[p];
+      for (int64_t g = 0; g < ng; ++g) K::axpy(out + g * hd, s[g][p], v, hd);
+    }
+  }
+  for (int64_t g = 0; g < ng; ++g) K::scale(out + g * hd, 1.0f / l[g], hd);
+}
+
+template <class K>
+void attention_task_impl(const AttentionArgs& a, int64_t t, int64_t kvh) {
+  const int64_t n_rep = a.n_heads / a.n_kv_heads;
+  for (int64_t g0 = 0; g0 < n_rep; g0 += kAttentionGroup) {
+    const int64_t ng = n_rep - g0 < kAttentionGroup ? n_rep - g0 : kAttentionGroup;
+    attention_subgroup<K>(a, t, kvh, g0, ng);
+  }
+}
+
+}  // namespace
+}  // namespace tally::cpu

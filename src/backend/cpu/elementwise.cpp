@@ -1,0 +1,59 @@
+#include "backend/cpu/elementwise.h"
+
+#include <cmath>
+
+#include "base/check.h"
+
+namespace tally::cpu {
+
+void silu_mul_row(IsaLevel isa, float* gate, const float* up, int64_t n) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::silu_mul_row_avx512(gate, up, n);
+    case IsaLevel::kAvx2: return detail::silu_mul_row_avx2(gate, up, n);
+    case IsaLevel::kScalar:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        gate[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
+      }
+      return;
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n_rows, int64_t n, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  const IsaLevel isa = cpu_isa_level();
+  pool.parallel_for(n_rows, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) silu_mul_row(isa, gate + r * n, up + r * n, n);
+  });
+}
+
+void add_row(IsaLevel isa, float* x, const float* y, int64_t n) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::add_row_avx512(x, y, n);
+    case IsaLevel::kAvx2: return detail::add_row_avx2(x, y, n);
+    case IsaLevel::kScalar:
+      for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+      return;
+  }
+}
+
+void add(float* x, const float* y, int64_t n, ThreadPool& pool) {
+  constexpr int64_t kChunk = 16384;
+  if (n == 0) return;
+  const IsaLevel isa = cpu_isa_level();
+  pool.parallel_for(n, kChunk, [&](int64_t begin, int64_t end, int) {
+    add_row(isa, x + begin, y + begin, end - begin);
+  });
+}
+
+void add_bias(float* x, const float* bias, int64_t n_rows, int64_t n, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  const IsaLevel isa = cpu_isa_level();
+  pool.parallel_for(n_rows, 8, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) add_row(isa, x + r * n, bias, n);
+  });
+}
+
+}  // namespace tally::cpu

@@ -1,0 +1,11 @@
+#include "backend/cpu/simd_avx512.h"
+#include "backend/cpu/elementwise_simd.h"
+#include "backend/cpu/elementwise.h"
+
+namespace tally::cpu::detail {
+
+void silu_mul_row_avx512(float* gate, const float* up, int64_t n) { silu_mul_row_simd<Avx512>(gate, up, n); }
+
+void add_row_avx512(float* x, const float* y, int64_t n) { add_row_simd<Avx512>(x, y, n); }
+
+}  // namespace tally::cpu::detail
