@@ -1,0 +1,106 @@
+// Scalar dequantization of whole rows: the reference the kernels and the tests rest on.
+#include <cstring>
+
+#include "base/check.h"
+#include "tensor/half.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
+
+namespace tally {
+
+namespace {
+
+void dequantize_q8_0(const BlockQ8_0* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    for (int i = 0; i < kQBlock; ++i) dst[b * kQBlock + i] = d * static_cast<float>(blocks[b].qs[i]);
+  }
+}
+
+void dequantize_q4_0(const BlockQ4_0* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    float* out = dst + b * kQBlock;  // [32]
+    for (int i = 0; i < kQBlock / 2; ++i) {
+      out[i] = d * static_cast<float>((blocks[b].qs[i] & 15) - 8);
+      out[i + kQBlock / 2] = d * static_cast<float>((blocks[b].qs[i] >> 4) - 8);
+    }
+  }
+}
+
+void dequantize_q4_k(const BlockQ4_K* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ4_K& blk = blocks[b];
+    const float d = f16_to_f32(blk.d);
+    const float dmin = f16_to_f32(blk.dmin);
+    float* out = dst + b * kQKBlock;  // [256]
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, m = 0;
+      q4k_scale_min(blk.scales, j, &sc, &m);
+      const float step = d * static_cast<float>(sc);
+      const float offset = dmin * static_cast<float>(m);
+      for (int i = j * 32; i < j * 32 + 32; ++i)
+        out[i] = step * static_cast<float>(q4k_quant(blk, i)) - offset;
+    }
+  }
+}
+
+void dequantize_q6_k(const BlockQ6_K* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ6_K& blk = blocks[b];
+    const float d = f16_to_f32(blk.d);
+    float* out = dst + b * kQKBlock;  // [256]
+    for (int j = 0; j < 16; ++j) {
+      const float step = d * static_cast<float>(blk.scales[j]);
+      for (int i = j * 16; i < j * 16 + 16; ++i)
+        out[i] = step * static_cast<float>(q6k_quant(blk, i) - 32);
+    }
+  }
+}
+
+}  // namespace
+
+bool dtype_has_row_conversion(DType type) {
+  switch (type) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
+  const DTypeTraits& t = dtype_info(type);
+  TALLY_CHECK(n >= 0 && n % t.block_size == 0, "dequantize_row: {} elements of {} (block {})", n,
+              t.name, t.block_size);
+  const int64_t n_blocks = n / t.block_size;
+  switch (type) {
+    case DType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case DType::kF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(h[i]);
+      return;
+    }
+    case DType::kBF16: {
+      const auto* h = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(h[i]);
+      return;
+    }
+    case DType::kQ8_0: return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n_blocks);
+    case DType::kQ4_0: return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
+    case DType::kQ4_K: return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
+    case DType::kQ6_K: return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+    default:
+      TALLY_CHECK(false, "dequantize_row: no conversion for {}", t.name);
+  }
+}
+
+}  // namespace tally

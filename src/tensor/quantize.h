@@ -1,0 +1,33 @@
+// Row conversions between f32 and the computable element types (F32, F16, BF16, Q8_0, Q4_0,
+// Q4_K, Q6_K). A row is n elements; n must be a multiple of the type's block size.
+//
+// Quantizers are reference quality, not speed: they are for tests, small tools and the
+// future offline quantizer. Each scale is chosen so that every value of its block lies in the
+// representable range (nothing is clamped), then values are rounded to the nearest level
+// with the stored (f16-rounded) scales, so the error of each value is at most half a step:
+//   Q8_0  step = amax/127 of the 32-block
+//   Q4_0  step = amax/8 (the signed extreme maps to -8; the other side may clamp at +7, a
+//         full step)
+//   Q4_K  per 32 sub-block: covers [min(0, lo) , hi] with 15 steps (plus the 6-bit rounding
+//         of the scale and min, which only widens the step)
+//   Q6_K  per 16 sub-block: symmetric, 31 steps each side of zero
+// No search minimizes squared error (ggml's K-quant quantizers do); the bound above is what
+// tests check.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace tally {
+
+// dst: [n] floats. src: n elements of `type`.
+void dequantize_row(DType type, const void* src, float* dst, int64_t n);
+
+// dst: dtype_row_bytes(type, n) bytes.
+void quantize_row(DType type, const float* src, void* dst, int64_t n);
+
+// Whether dequantize_row / quantize_row handle `type`.
+bool dtype_has_row_conversion(DType type);
+
+}  // namespace tally

@@ -1,0 +1,39 @@
+// Pieces shared by the quantizers (quantize.cpp, quantize_k.cpp); not a public interface.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "tensor/half.h"
+#include "tensor/quant_blocks.h"
+
+namespace tally::detail {
+
+// The smallest f16 >= v (v >= 0, finite): a scale rounded this way never shrinks the step,
+// so the values it was chosen for still fit without clamping.
+inline uint16_t f16_round_up(float v) {
+  uint16_t h = f32_to_f16(v);
+  if (f16_to_f32(h) < v && h < 0x7c00u) ++h;
+  return h;
+}
+
+// Nearest integer to v (ties to even), clamped to [lo, hi]; NaN maps to lo.
+inline int round_clamp(float v, int lo, int hi) {
+  const float r = std::nearbyint(v);
+  if (!(r >= static_cast<float>(lo))) return lo;
+  if (r > static_cast<float>(hi)) return hi;
+  return static_cast<int>(r);
+}
+
+// Smallest integer >= v, clamped to [0, hi]; NaN maps to 0.
+inline int ceil_clamp(float v, int hi) {
+  const float c = std::ceil(v);
+  if (!(c >= 0.0f)) return 0;
+  if (c > static_cast<float>(hi)) return hi;
+  return static_cast<int>(c);
+}
+
+void quantize_q4_k(const float* src, BlockQ4_K* dst, int64_t n_blocks);
+void quantize_q6_k(const float* src, BlockQ6_K* dst, int64_t n_blocks);
+
+}  // namespace tally::detail

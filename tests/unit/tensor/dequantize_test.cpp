@@ -1,0 +1,140 @@
+// Hand-built blocks (raw bytes, laid out as ggml documents them) decode to known values.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
+
+namespace tally {
+namespace {
+
+void put_u16(std::vector<uint8_t>& bytes, size_t at, uint16_t v) {
+  bytes[at] = static_cast<uint8_t>(v & 0xff);  // little-endian, as in the files
+  bytes[at + 1] = static_cast<uint8_t>(v >> 8);
+}
+
+std::vector<float> decode(DType type, const std::vector<uint8_t>& bytes, int64_t n) {
+  std::vector<float> out(n, -12345.0f);
+  dequantize_row(type, bytes.data(), out.data(), n);
+  return out;
+}
+
+TEST(Dequantize, Q8_0) {
+  std::vector<uint8_t> bytes(2 * 34);
+  put_u16(bytes, 0, 0x3800);   // 0.5
+  put_u16(bytes, 34, 0xc000);  // -2
+  for (int i = 0; i < 32; ++i) {
+    bytes[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(i - 16));
+    bytes[36 + i] = static_cast<uint8_t>(static_cast<int8_t>(i == 0 ? -128 : 127 - i));
+  }
+  const auto out = decode(DType::kQ8_0, bytes, 64);
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(out[i], 0.5f * (i - 16)) << i;
+    EXPECT_EQ(out[32 + i], -2.0f * (i == 0 ? -128 : 127 - i)) << i;
+  }
+}
+
+TEST(Dequantize, Q4_0LowNibblesFirst) {
+  std::vector<uint8_t> bytes(18);
+  put_u16(bytes, 0, 0x4000);  // 2
+  for (int i = 0; i < 16; ++i) bytes[2 + i] = static_cast<uint8_t>(i | ((15 - i) << 4));
+  const auto out = decode(DType::kQ4_0, bytes, 32);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(out[i], 2.0f * (i - 8)) << i;
+    EXPECT_EQ(out[16 + i], 2.0f * (15 - i - 8)) << i;
+  }
+}
+
+// Sub-block scales and mins 4..7 use the top bits of bytes 0..7 (see quant_blocks.h).
+constexpr int kQ4kScale[8] = {1, 2, 3, 4, 17, 33, 63, 48};
+constexpr int kQ4kMin[8] = {0, 5, 10, 63, 16, 31, 47, 1};
+// Packed by hand: bytes 0..3 = sc[j] | (sc[j+4] >> 4) << 6; bytes 4..7 = m[j] | (m[j+4] >> 4)
+// << 6; bytes 8..11 = (sc[j+4] & 15) | (m[j+4] & 15) << 4.
+constexpr uint8_t kQ4kScaleBytes[12] = {65, 130, 195, 196, 64, 69, 138, 63, 1, 241, 255, 16};
+
+TEST(Dequantize, Q4KScaleUnpacking) {
+  for (int j = 0; j < 8; ++j) {
+    int sc = -1, m = -1;
+    q4k_scale_min(kQ4kScaleBytes, j, &sc, &m);
+    EXPECT_EQ(sc, kQ4kScale[j]) << j;
+    EXPECT_EQ(m, kQ4kMin[j]) << j;
+  }
+  uint8_t sc[8], m[8], packed[12];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = static_cast<uint8_t>(kQ4kScale[j]);
+    m[j] = static_cast<uint8_t>(kQ4kMin[j]);
+  }
+  q4k_pack_scales(sc, m, packed);
+  EXPECT_EQ(0, std::memcmp(packed, kQ4kScaleBytes, 12));
+}
+
+TEST(Dequantize, Q4K) {
+  std::vector<uint8_t> bytes(144);
+  put_u16(bytes, 0, 0x3c00);  // d = 1
+  put_u16(bytes, 2, 0x3800);  // dmin = 0.5
+  std::memcpy(&bytes[4], kQ4kScaleBytes, 12);
+  // Group g of 32 bytes: low nibble l & 15 (elements 64g + l), high nibble (l + g) & 15
+  // (elements 64g + 32 + l).
+  for (int g = 0; g < 4; ++g)
+    for (int l = 0; l < 32; ++l) bytes[16 + g * 32 + l] = static_cast<uint8_t>((l & 15) | (((l + g) & 15) << 4));
+  const auto out = decode(DType::kQ4_K, bytes, 256);
+  for (int e = 0; e < 256; ++e) {
+    const int g = e / 64, w = e % 64, l = w % 32, j = e / 32;
+    const int q = w < 32 ? (l & 15) : ((l + g) & 15);
+    EXPECT_EQ(out[e], 1.0f * kQ4kScale[j] * q - 0.5f * kQ4kMin[j]) << e;
+  }
+}
+
+int q6_pattern(int e) { return (e * 7 + 3) % 64; }
+
+TEST(Dequantize, Q6K) {
+  const int8_t scales[16] = {-128, 127, -1, 0, 1, 2, 3, -3, 50, -50, 7, 11, 13, 17, 19, 23};
+  std::vector<uint8_t> bytes(210);
+  // Per half h of 128: ql[64h + l] = q(128h + l) | q(128h + 64 + l) << 4;
+  // ql[64h + 32 + l] = q(128h + 32 + l) | q(128h + 96 + l) << 4; qh[32h + l] holds the top
+  // two bits of q(128h + l), q(+32), q(+64), q(+96) from low to high.
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; ++l) {
+      const int base = 128 * h + l;
+      const int q0 = q6_pattern(base), q1 = q6_pattern(base + 32), q2 = q6_pattern(base + 64),
+                q3 = q6_pattern(base + 96);
+      bytes[64 * h + l] = static_cast<uint8_t>((q0 & 15) | ((q2 & 15) << 4));
+      bytes[64 * h + 32 + l] = static_cast<uint8_t>((q1 & 15) | ((q3 & 15) << 4));
+      bytes[128 + 32 * h + l] =
+          static_cast<uint8_t>((q0 >> 4) | ((q1 >> 4) << 2) | ((q2 >> 4) << 4) | ((q3 >> 4) << 6));
+    }
+  }
+  for (int j = 0; j < 16; ++j) bytes[192 + j] = static_cast<uint8_t>(scales[j]);
+  put_u16(bytes, 208, 0x3400);  // d = 0.25
+  const auto out = decode(DType::kQ6_K, bytes, 256);
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(out[e], 0.25f * scales[e / 16] * (q6_pattern(e) - 32)) << e;
+}
+
+TEST(Dequantize, PlainTypes) {
+  std::vector<uint8_t> f16(4), bf16(4);
+  put_u16(f16, 0, 0x3c00);
+  put_u16(f16, 2, 0xc500);  // -5
+  put_u16(bf16, 0, 0x3f80);
+  put_u16(bf16, 2, 0xc0a0);  // -5
+  EXPECT_EQ(decode(DType::kF16, f16, 2), (std::vector<float>{1.0f, -5.0f}));
+  EXPECT_EQ(decode(DType::kBF16, bf16, 2), (std::vector<float>{1.0f, -5.0f}));
+  const float f32[3] = {1.5f, -0.0f, 3e38f};
+  std::vector<uint8_t> raw(sizeof(f32));
+  std::memcpy(raw.data(), f32, sizeof(f32));
+  EXPECT_EQ(decode(DType::kF32, raw, 3), (std::vector<float>{1.5f, -0.0f, 3e38f}));
+}
+
+TEST(Dequantize, Conversions) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
+                  DType::kQ6_K})
+    EXPECT_TRUE(dtype_has_row_conversion(t)) << dtype_name(t);
+  EXPECT_FALSE(dtype_has_row_conversion(DType::kQ4_1));
+  EXPECT_FALSE(dtype_has_row_conversion(DType::kQ5_K));
+}
+
+}  // namespace
+}  // namespace tally

@@ -1,0 +1,159 @@
+// quantize_row -> dequantize_row round trips stay within each type's documented error bound
+// (quantize.h), relative to the largest magnitude of the block the bound is stated for.
+#include "tensor/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tensor/half.h"
+#include "tensor/quant_blocks.h"
+
+namespace tally {
+namespace {
+
+// Blocks of varied character: gaussian at random scales, with outliers, one-signed, constant,
+// and zero, so every branch of the scale choice runs.
+std::vector<float> test_row(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (int64_t start = 0; start < n; start += 32) {
+    const int kind = static_cast<int>(rng() % 8);
+    const float scale = std::ldexp(1.0f, static_cast<int>(rng() % 16) - 8);
+    for (int64_t i = start; i < std::min(n, start + 32); ++i) {
+      float v = normal(rng) * scale;
+      if (kind == 1 && rng() % 16 == 0) v *= 20.0f;  // outliers
+      if (kind == 2) v = std::fabs(v);
+      if (kind == 3) v = -std::fabs(v);
+      if (kind == 4) v = scale;
+      if (kind == 5) v = 0.0f;
+      x[i] = v;
+    }
+  }
+  return x;
+}
+
+std::vector<float> round_trip(DType type, const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> q(dtype_row_bytes(type, n));
+  quantize_row(type, x.data(), q.data(), n);
+  std::vector<float> y(n);
+  dequantize_row(type, q.data(), y.data(), n);
+  return y;
+}
+
+// Largest |error| / largest |x| over each `group` elements; the max over groups.
+double worst_relative_error(const std::vector<float>& x, const std::vector<float>& y, int group) {
+  double worst = 0.0;
+  for (size_t start = 0; start < x.size(); start += group) {
+    double amax = 0.0, err = 0.0;
+    for (size_t i = start; i < start + group; ++i) {
+      amax = std::max(amax, std::fabs(double(x[i])));
+      err = std::max(err, std::fabs(double(x[i]) - double(y[i])));
+    }
+    if (amax == 0.0) {
+      EXPECT_EQ(err, 0.0) << "a zero block must decode to zeros";
+      continue;
+    }
+    worst = std::max(worst, err / amax);
+  }
+  return worst;
+}
+
+constexpr int64_t kN = 256 * 64;
+
+TEST(Quantize, Q8_0WithinHalfStep) {
+  const auto x = test_row(kN, 1);
+  const auto y = round_trip(DType::kQ8_0, x);
+  // Half of amax/127, plus the f16 rounding-up of the scale (2^-10 relative).
+  EXPECT_LE(worst_relative_error(x, y, 32), 0.5 / 127 * (1 + 1.0 / 1024));
+}
+
+TEST(Quantize, Q8_0IsIdempotent) {
+  const auto x = test_row(kN, 2);
+  const auto y = round_trip(DType::kQ8_0, x);
+  EXPECT_EQ(round_trip(DType::kQ8_0, y), y);
+}
+
+TEST(Quantize, Q4_0WithinOneStep) {
+  const auto x = test_row(kN, 3);
+  const auto y = round_trip(DType::kQ4_0, x);
+  // The extreme's side is within half a step (amax/8); the far side may clamp at +7.
+  EXPECT_LE(worst_relative_error(x, y, 32), 1.0 / 8 * (1 + 1.0 / 1024));
+  // The extreme itself is exact up to the f16 rounding of the scale.
+  for (int64_t b = 0; b < kN; b += 32) {
+    const auto it = std::max_element(x.begin() + b, x.begin() + b + 32,
+                                     [](float a, float c) { return std::fabs(a) < std::fabs(c); });
+    EXPECT_NEAR(y[it - x.begin()], *it, std::fabs(*it) / 1024) << b;
+  }
+}
+
+TEST(Quantize, Q4KWithinHalfStep) {
+  const auto x = test_row(kN, 4);
+  const auto y = round_trip(DType::kQ4_K, x);
+  // Per super-block of largest magnitude A: a sub-block spans at most 2A plus dmin (A/63)
+  // over 15 steps, rounded up by at most d (~A/440): half of that is < 0.07 A.
+  EXPECT_LE(worst_relative_error(x, y, 256), 0.07);
+  // On plain gaussian data the error is far from the worst case: RMS error under 0.1 sigma.
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> g(kN);
+  for (auto& v : g) v = normal(rng);
+  const auto gy = round_trip(DType::kQ4_K, g);
+  double se = 0.0;
+  for (int64_t i = 0; i < kN; ++i) se += (g[i] - gy[i]) * double(g[i] - gy[i]);
+  EXPECT_LT(std::sqrt(se / kN), 0.1);
+}
+
+TEST(Quantize, Q6KWithinHalfStep) {
+  const auto x = test_row(kN, 6);
+  const auto y = round_trip(DType::kQ6_K, x);
+  // Half of (amax_16/31 + d), d <= A/(31*127): < A/62 * 1.01.
+  EXPECT_LE(worst_relative_error(x, y, 256), 1.0 / 62 * 1.01);
+  // And per 16 sub-block, relative to that sub-block plus the super-block's granularity.
+  for (int64_t s = 0; s < kN; s += 256) {
+    double big = 0.0;
+    for (int64_t i = s; i < s + 256; ++i) big = std::max(big, std::fabs(double(x[i])));
+    for (int64_t j = s; j < s + 256; j += 16) {
+      double amax = 0.0, err = 0.0;
+      for (int64_t i = j; i < j + 16; ++i) {
+        amax = std::max(amax, std::fabs(double(x[i])));
+        err = std::max(err, std::fabs(double(x[i]) - y[i]));
+      }
+      EXPECT_LE(err, 0.5 * (amax / 31 + big / (31 * 127) * 1.01) * 1.001 + 1e-30) << j;
+    }
+  }
+}
+
+TEST(Quantize, Q4KUsesHighScaleBits) {
+  // Sub-blocks 4..7 with large ranges need scales >= 16, stored in the packed top bits.
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = (i / 32 + 1) * ((i % 7) - 3.0f);
+  const auto y = round_trip(DType::kQ4_K, x);
+  EXPECT_LE(worst_relative_error(x, y, 32), 0.07 * 8);
+  std::vector<uint8_t> q(144);
+  quantize_row(DType::kQ4_K, x.data(), q.data(), 256);
+  int sc = 0, m = 0;
+  q4k_scale_min(q.data() + 4, 7, &sc, &m);
+  EXPECT_GE(sc, 16);
+  EXPECT_GE(m, 16);
+}
+
+TEST(Quantize, HalfTypesRoundToNearest) {
+  const auto x = test_row(4096, 7);
+  const auto f16 = round_trip(DType::kF16, x);
+  const auto bf16 = round_trip(DType::kBF16, x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(f16[i], f16_to_f32(f32_to_f16(x[i])));
+    EXPECT_LE(std::fabs(bf16[i] - x[i]), std::fabs(x[i]) * std::ldexp(1.0, -8)) << i;
+  }
+  EXPECT_EQ(round_trip(DType::kF32, x), x);
+}
+
+}  // namespace
+}  // namespace tally
