@@ -57,7 +57,7 @@ void TopPStep::apply(TokenCandidates& c, std::span<const int32_t> /*history*/) {
   constexpr size_t kFirstPrefix = 64;
   double cum = 0.0;
   size_t i = 0;
-  for (size_t m = std::min(kFirstPrefix, c.size());; m = std::min(2 * m, c.size())) {
+  for (size_t m = std::min(kFirstPrefix, c.size());; m = std::min(4 * m, c.size())) {
     c.sort_prefix(m);
     for (; i < m; ++i) {
       cum += c[i].prob;

@@ -74,7 +74,7 @@ class TopKStep final : public SamplerStep {
 };
 
 // Nucleus: keeps the smallest best-first set whose probability (softmax of the current
-// logits) reaches p, at least one token. Sorts only a growing prefix (64, 128, ...) until
+// logits) reaches p, at least one token. Sorts only a growing prefix (64, 256, ...) until
 // the running sum reaches p.
 class TopPStep final : public SamplerStep {
  public:

@@ -33,8 +33,15 @@ void TokenCandidates::sort_prefix(size_t m) {
   auto first = data_.begin() + static_cast<ptrdiff_t>(sorted_);
   auto mid = data_.begin() + static_cast<ptrdiff_t>(m);
   auto last = data_.begin() + static_cast<ptrdiff_t>(size_);
-  if (mid != last) std::nth_element(first, mid, last, candidate_before);
-  std::sort(first, mid, candidate_before);
+  // Few wanted of many (top-k, the first top-p chunk): a heap selection, where most
+  // candidates cost one comparison with the worst kept. Otherwise partition, then sort.
+  constexpr size_t kHeapSelectMax = 256;
+  if (m - sorted_ <= kHeapSelectMax) {
+    std::partial_sort(first, mid, last, candidate_before);
+  } else {
+    if (mid != last) std::nth_element(first, mid, last, candidate_before);
+    std::sort(first, mid, candidate_before);
+  }
   sorted_ = m;
   in_id_order_ = false;
 }

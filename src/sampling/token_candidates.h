@@ -46,8 +46,8 @@ class TokenCandidates {
   // How many leading candidates are known to be the best ones, in candidate_before order.
   size_t sorted_prefix() const { return sorted_; }
 
-  // Makes the first min(m, size) candidates the best ones in candidate_before order, with
-  // nth_element + a sort of the prefix: O(size + m log m), not a full sort.
+  // Makes the first min(m, size) candidates the best ones in candidate_before order, with a
+  // partial sort (small m) or nth_element + a sort of the prefix: never a full sort.
   void sort_prefix(size_t m);
   // Keeps the first n candidates (n <= size).
   void truncate(size_t n);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -44,6 +45,31 @@ TEST(TokenCandidates, FillSanitisesAndSortPrefixOrdersTheBest) {
   EXPECT_EQ(c.sorted_prefix(), 2u);
   EXPECT_EQ(c[0].id, 3);
   EXPECT_EQ(c[1].id, 4);
+}
+
+TEST(TokenCandidates, SortPrefixMatchesAFullSortForSmallAndLargePrefixes) {
+  // Both selection paths (heap for small prefixes, nth_element for large) and growing an
+  // existing prefix must give the full sort's prefix; ties are frequent on purpose.
+  Xoshiro256 rng(31);
+  std::vector<float> logits(2000);
+  for (float& l : logits) l = static_cast<float>(rng.next_u64() % 50);
+  std::vector<TokenCandidate> reference;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    reference.push_back({static_cast<int32_t>(i), logits[i], 0.0f});
+  }
+  std::sort(reference.begin(), reference.end(), candidate_before);
+  for (const std::vector<size_t>& steps : std::vector<std::vector<size_t>>{
+           {5}, {256}, {300}, {1999}, {64, 256, 1024, 2000}}) {
+    TokenCandidates c = filled(logits);
+    for (size_t m : steps) {
+      c.sort_prefix(m);
+      ASSERT_EQ(c.sorted_prefix(), m);
+      for (size_t i = 0; i < m; ++i) ASSERT_EQ(c[i].id, reference[i].id) << "m=" << m;
+    }
+    std::vector<int32_t> all = ids_of(c);  // nothing lost or duplicated
+    std::sort(all.begin(), all.end());
+    for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], static_cast<int32_t>(i));
+  }
 }
 
 TEST(TopKStep, KeepsTheKBestSortedWithLowestIdOnTies) {
