@@ -1,34 +1,165 @@
-// PLACEHOLDER (f32 only, scalar): replaced by the SIMD kernels of the tensor/kernel work.
+// The matmul entry points: checks, activation quantization into per-thread scratch, the
+// split over output rows, and the run-time choice of the kernel table.
 #include "backend/cpu/matmul.h"
 
+#include <vector>
+
+#include "backend/cpu/matmul_kernels.h"
 #include "base/check.h"
+#include "tensor/quantize.h"
 
 namespace tally::cpu {
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  TALLY_CHECK(w.type == DType::kF32, "placeholder matmul handles f32 only");
-  pool.parallel_for(w.n_out, 16, [&](int64_t begin, int64_t end, int) {
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const float* xt = x + t * w.n_in;
-      for (int64_t o = begin; o < end; ++o) {
-        const float* row = reinterpret_cast<const float*>(w.data + o * w.row_bytes);
-        float acc = 0.0f;
-        for (int64_t k = 0; k < w.n_in; ++k) acc += row[k] * xt[k];
-        y[t * w.n_out + o] = acc;
+namespace {
+
+using detail::ActForm;
+using detail::MatmulActs;
+using detail::MatmulKernels;
+using detail::MatmulTile;
+using detail::MatmulTileFn;
+
+// Weight rows per task: a multiple of the kernels' row groups, small enough to spread
+// 4096 rows over many threads, large enough that y writes of two tasks rarely share a line.
+constexpr int64_t kRowChunk = 16;
+
+bool isa_available(IsaLevel level) {
+  const CpuFeatures& f = cpu_features();
+  switch (level) {
+    case IsaLevel::kScalar: return true;
+    case IsaLevel::kAvx2: return cpu_isa_level() >= IsaLevel::kAvx2;
+    case IsaLevel::kAvx512: return cpu_isa_level() >= IsaLevel::kAvx512 && f.avx512vnni;
+  }
+  return false;
+}
+
+const MatmulKernels& kernels_for(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::kAvx512: return detail::matmul_kernels_avx512_vnni();
+    case IsaLevel::kAvx2: return detail::matmul_kernels_avx2();
+    case IsaLevel::kScalar: break;
+  }
+  return detail::matmul_kernels_scalar();
+}
+
+const MatmulKernels& default_kernels() {
+  static const MatmulKernels& k = kernels_for(
+      isa_available(IsaLevel::kAvx512) ? IsaLevel::kAvx512
+      : isa_available(IsaLevel::kAvx2) ? IsaLevel::kAvx2
+                                       : IsaLevel::kScalar);
+  return k;
+}
+
+MatmulTileFn tile_fn(const MatmulKernels& k, DType type) {
+  switch (type) {
+    case DType::kF32: return k.f32;
+    case DType::kF16: return k.f16;
+    case DType::kBF16: return k.bf16;
+    case DType::kQ8_0: return k.q8_0;
+    case DType::kQ4_0: return k.q4_0;
+    case DType::kQ4_K: return k.q4_k;
+    case DType::kQ6_K: return k.q6_k;
+    default: break;
+  }
+  TALLY_CHECK(false, "matmul: no kernel for weight type {}", dtype_name(type));
+  __builtin_unreachable();
+}
+
+// Quantized activation rows of the calling thread: grown to the largest call, never shrunk,
+// so steady-state calls allocate nothing.
+struct ActScratch {
+  std::vector<int8_t> q;     // [n_tokens][n_in]
+  std::vector<float> d;      // [n_tokens][n_in / block]
+  std::vector<int16_t> sums; // [n_tokens][n_in / sum group]
+};
+
+template <typename T>
+T* grow(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+MatmulActs prepare_acts(DType type, const float* x, int64_t n_in, int64_t n_tokens,
+                        ThreadPool& pool) {
+  MatmulActs acts;
+  acts.n_tokens = n_tokens;
+  const ActForm form = detail::act_form(type);
+  if (form == ActForm::kFloat) {
+    acts.x = x;
+    return acts;
+  }
+  thread_local ActScratch scratch;
+  const bool k = form == ActForm::kBlockK;
+  const int64_t n_scales = n_in / (k ? detail::kActBlockK : detail::kActBlock);
+  const int64_t n_sums = k ? n_in / detail::kActSumGroup : n_scales;
+  int8_t* q = grow(scratch.q, n_tokens * n_in);
+  float* d = grow(scratch.d, n_tokens * n_scales);
+  int16_t* sums = grow(scratch.sums, n_tokens * n_sums);
+  // Each row is quantized on its own, so splitting rows over threads changes nothing.
+  pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t t = begin; t < end; ++t) {
+      const float* xt = x + t * n_in;
+      if (k) {
+        detail::act_quantize_row_k(xt, n_in, q + t * n_in, d + t * n_scales, sums + t * n_sums);
+      } else {
+        detail::act_quantize_row32(xt, n_in, q + t * n_in, d + t * n_scales, sums + t * n_sums);
       }
     }
   });
+  acts.q = q;
+  acts.d = d;
+  acts.sums = sums;
+  return acts;
+}
+
+void check_shapes(const WeightMatrix& w, int64_t n_tokens) {
+  const DTypeTraits& t = dtype_info(w.type);
+  TALLY_CHECK(w.n_in > 0 && w.n_out >= 0 && n_tokens >= 0, "matmul: bad shape n_in={} n_out={} n_tokens={}",
+              w.n_in, w.n_out, n_tokens);
+  TALLY_CHECK(w.n_in % t.block_size == 0, "matmul: n_in={} is not a multiple of {}'s block of {}",
+              w.n_in, t.name, t.block_size);
+  TALLY_CHECK(w.row_bytes >= dtype_row_bytes(w.type, w.n_in),
+              "matmul: row_bytes={} shorter than a row of {} {} values", w.row_bytes, w.n_in, t.name);
+}
+
+void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+         ThreadPool& pool) {
+  check_shapes(w, n_tokens);
+  const MatmulTileFn fn = tile_fn(k, w.type);
+  if (n_tokens == 0 || w.n_out == 0) return;
+  const MatmulActs acts = prepare_acts(w.type, x, w.n_in, n_tokens, pool);
+  pool.parallel_for(w.n_out, kRowChunk, [&](int64_t begin, int64_t end, int) {
+    const MatmulTile tile{&w, &acts, begin, end, y};
+    fn(tile);
+  });
+}
+
+}  // namespace
+
+const char* matmul_path_name() { return default_kernels().name; }
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  run(default_kernels(), w, x, n_tokens, y, pool);
+}
+
+bool matmul_with_isa(IsaLevel level, const WeightMatrix& w, const float* x, int64_t n_tokens,
+                     float* y, ThreadPool& pool) {
+  if (!isa_available(level)) return false;
+  run(kernels_for(level), w, x, n_tokens, y, pool);
+  return true;
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  TALLY_CHECK(w.type == DType::kF32, "placeholder matmul handles f32 only");
-  for (int64_t t = 0; t < n_tokens; ++t)
-    for (int64_t o = 0; o < w.n_out; ++o) {
-      const float* row = reinterpret_cast<const float*>(w.data + o * w.row_bytes);
+  check_shapes(w, n_tokens);
+  std::vector<float> row(static_cast<size_t>(w.n_in));  // [n_in]
+  for (int64_t o = 0; o < w.n_out; ++o) {
+    dequantize_row(w.type, w.data + o * w.row_bytes, row.data(), w.n_in);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* xt = x + t * w.n_in;
       double acc = 0.0;
-      for (int64_t k = 0; k < w.n_in; ++k) acc += double(row[k]) * x[t * w.n_in + k];
-      y[t * w.n_out + o] = float(acc);
+      for (int64_t k = 0; k < w.n_in; ++k) acc += double(row[k]) * double(xt[k]);
+      y[t * w.n_out + o] = static_cast<float>(acc);
     }
+  }
 }
 
 }  // namespace tally::cpu

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "base/cpu_features.h"
 #include "base/thread_pool.h"
 #include "tensor/dtype.h"
 
@@ -27,6 +28,24 @@ struct WeightMatrix {
 
 // y = x · Wᵀ over the pool. x: [n_tokens][n_in], y: [n_tokens][n_out] (contiguous).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// Every ISA path gives the same bits as the scalar one (matmul_kernels.h defines the order),
+// so results also do not depend on the machine, only on the inputs.
+//
+// Weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K (n_in a multiple of the block size).
+// For the quantized ones each activation row is first quantized to int8 (per row, blocks of
+// 32 for Q8_0/Q4_0, of 256 for the K-quants) and the dot products are integer; so y differs
+// from the exact product by at most sum_k |W[o][k]| * amax(x block of k) / 254 (plus f32
+// rounding). Scratch for the quantized rows is kept per calling thread and only grows.
+
+// The path matmul() takes on this CPU: "scalar", "avx2" or "avx512-vnni".
+const char* matmul_path_name();
+
+// matmul() on the path of one ISA level (kAvx512 means AVX-512 with VNNI). Returns false,
+// computing nothing, when this CPU (or TALLY_ISA) does not allow that path. For tests and
+// benchmarks.
+bool matmul_with_isa(IsaLevel level, const WeightMatrix& w, const float* x, int64_t n_tokens,
+                     float* y, ThreadPool& pool);
 
 // Scalar reference (dequantize row, then dot in double): what the fast paths are tested
 // against. Single-threaded, slow, for tests only.

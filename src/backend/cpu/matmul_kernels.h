@@ -1,0 +1,94 @@
+// Inside the CPU matmul: the per-ISA kernel tables and the one reduction order they share.
+//
+// Every path (scalar, AVX2, AVX-512 VNNI) computes each dot product in the SAME canonical
+// order, so results are bit-identical across paths as well as across batch sizes and thread
+// counts. The order is defined by the scalar kernels (matmul_scalar.cpp); in short:
+//
+//  * Eight float lanes, all starting at +0. Float weights (F32/F16/BF16): element k of the
+//    first n_in & ~7 goes to lane k % 8 as lane = fma(w[k], x[k], lane); the lanes are
+//    reduced by lanes8_reduce; the last n_in % 8 elements follow one by one with fma.
+//  * Quantized weights, against activations quantized per row (act_quantize.cpp): the
+//    integer dot of a block is exact, however it is computed; block b (32 elements for
+//    Q8_0/Q4_0, 256 for Q4_K/Q6_K) goes to lane b % 8 as
+//      lane = fma(w_scale * x_scale, float(int_dot), lane)
+//    (Q4_K then also lane = fma(-(w_min_scale * x_scale), float(int_min_dot), lane)),
+//    then lanes8_reduce. Unused lanes stay +0; a lane is never -0, so adding 0*0 to it is a
+//    no-op and vector code may process missing blocks as zeros.
+// Floating point inside these files must never be left to contraction: every multiply-add is
+// an explicit fma, and no float product is added except through fma.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/matmul.h"
+
+namespace tally::cpu::detail {
+
+inline constexpr int kActBlock = 32;     // activation block for Q8_0 / Q4_0 weights
+inline constexpr int kActBlockK = 256;   // activation block for K-quant weights
+inline constexpr int kActSumGroup = 16;  // K activations keep a sum per 16 values
+
+// Activations in the form the weight type's kernel reads (per token row t):
+//   float weights:      x + t * n_in                                   [n_in] f32
+//   32-block weights:   q + t * n_in [n_in] int8, d + t * (n_in/32) scales,
+//                       sums + t * (n_in/32) sums of q per block
+//   K-quant weights:    q, d + t * (n_in/256) scales, sums + t * (n_in/16) sums per 16
+struct MatmulActs {
+  const float* x = nullptr;
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const int16_t* sums = nullptr;
+  int64_t n_tokens = 0;
+};
+
+// Rows [row_begin, row_end) of w against every token; writes y[t * w.n_out + o].
+struct MatmulTile {
+  const WeightMatrix* w = nullptr;
+  const MatmulActs* acts = nullptr;
+  int64_t row_begin = 0;
+  int64_t row_end = 0;
+  float* y = nullptr;  // [n_tokens][n_out]
+};
+
+using MatmulTileFn = void (*)(const MatmulTile& tile);
+
+struct MatmulKernels {
+  const char* name;
+  MatmulTileFn f32, f16, bf16, q8_0, q4_0, q4_k, q6_k;
+};
+
+const MatmulKernels& matmul_kernels_scalar();
+const MatmulKernels& matmul_kernels_avx2();         // needs AVX2 + FMA + F16C
+const MatmulKernels& matmul_kernels_avx512_vnni();  // needs AVX-512 F/BW/VL + VNNI
+
+// Which activation form a weight type reads.
+enum class ActForm { kFloat, kBlock32, kBlockK };
+ActForm act_form(DType type);
+
+// Quantizes one activation row (the same code for every ISA path, so the int8 values and
+// scales never differ between paths). Block of n values: d = amax / 127, q = round(x / d).
+void act_quantize_row32(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums);
+void act_quantize_row_k(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums);
+
+// Helpers shared with the SIMD files are always_inline: an out-of-line copy built for AVX2
+// must never be the one baseline code links to.
+
+// fma with one rounding; a builtin, so no std:: out-of-line copy either.
+[[gnu::always_inline]] inline float fma_f32(float a, float b, float c) {
+  return __builtin_fmaf(a, b, c);
+}
+
+// The canonical reduction of eight lanes: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+[[gnu::always_inline]] inline float lanes8_reduce(const float* l) {
+  const float a0 = l[0] + l[4], a1 = l[1] + l[5], a2 = l[2] + l[6], a3 = l[3] + l[7];
+  return (a0 + a2) + (a1 + a3);
+}
+
+// Q4_K's two contributions of one super-block to its lane (see the order above).
+[[gnu::always_inline]] inline float q4k_lane_update(float lane, float w_d, float w_dmin, float x_d, int32_t dot,
+                             int32_t min_dot) {
+  lane = fma_f32(w_d * x_d, static_cast<float>(dot), lane);
+  return fma_f32(-(w_dmin * x_d), static_cast<float>(min_dot), lane);
+}
+
+}  // namespace tally::cpu::detail

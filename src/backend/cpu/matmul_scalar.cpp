@@ -1,0 +1,144 @@
+// Scalar kernels: portable, and the DEFINITION of the reduction order every ISA path follows
+// (matmul_kernels.h). The SIMD files must reproduce these results bit for bit.
+#include "backend/cpu/matmul_kernels.h"
+#include "tensor/half.h"
+#include "tensor/quant_blocks.h"
+
+namespace tally::cpu::detail {
+
+namespace {
+
+struct LoadF32 {
+  static float at(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
+};
+struct LoadF16 {
+  static float at(const uint8_t* row, int64_t k) {
+    return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+struct LoadBf16 {
+  static float at(const uint8_t* row, int64_t k) {
+    return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+
+template <typename Load>
+float dot_float(const uint8_t* row, const float* x, int64_t n) {
+  float lanes[8] = {};
+  const int64_t n8 = n & ~int64_t{7};
+  for (int64_t k = 0; k < n8; ++k) lanes[k % 8] = fma_f32(Load::at(row, k), x[k], lanes[k % 8]);
+  float s = lanes8_reduce(lanes);
+  for (int64_t k = n8; k < n; ++k) s = fma_f32(Load::at(row, k), x[k], s);
+  return s;
+}
+
+float dot_q8_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockQ8_0*>(row);
+  const int64_t nb = n / kQBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t dot = 0;
+    for (int i = 0; i < kQBlock; ++i) dot += blocks[b].qs[i] * xq[b * kQBlock + i];
+    const float c = f16_to_f32(blocks[b].d) * xd[b];
+    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+float dot_q4_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockQ4_0*>(row);
+  const int64_t nb = n / kQBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * nb;
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* x = xq + b * kQBlock;
+    int32_t dot = 0;
+    for (int i = 0; i < kQBlock / 2; ++i)
+      dot += (blocks[b].qs[i] & 15) * x[i] + (blocks[b].qs[i] >> 4) * x[i + kQBlock / 2];
+    dot -= 8 * xs[b];  // the weights are q - 8
+    const float c = f16_to_f32(blocks[b].d) * xd[b];
+    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockQ4_K*>(row);
+  const int64_t nb = n / kQKBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * (n / kActSumGroup);
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4_K& blk = blocks[b];
+    const int8_t* x = xq + b * kQKBlock;
+    const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
+    int32_t dot = 0, min_dot = 0;
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, m = 0;
+      q4k_scale_min(blk.scales, j, &sc, &m);
+      int32_t sub = 0;
+      for (int i = j * 32; i < j * 32 + 32; ++i) sub += q4k_quant(blk, i) * x[i];
+      dot += sc * sub;
+      min_dot += m * (sums[2 * j] + sums[2 * j + 1]);
+    }
+    lanes[b % 8] = q4k_lane_update(lanes[b % 8], f16_to_f32(blk.d), f16_to_f32(blk.dmin), xd[b],
+                                   dot, min_dot);
+  }
+  return lanes8_reduce(lanes);
+}
+
+float dot_q6_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockQ6_K*>(row);
+  const int64_t nb = n / kQKBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * (n / kActSumGroup);
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6_K& blk = blocks[b];
+    const int8_t* x = xq + b * kQKBlock;
+    const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
+    int32_t dot = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t sub = 0;
+      for (int i = j * 16; i < j * 16 + 16; ++i) sub += q6k_quant(blk, i) * x[i];
+      dot += blk.scales[j] * (sub - 32 * sums[j]);  // the weights are q - 32
+    }
+    const float c = f16_to_f32(blk.d) * xd[b];
+    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+template <typename Load>
+void tile_float(const MatmulTile& tile) {
+  const WeightMatrix& w = *tile.w;
+  for (int64_t o = tile.row_begin; o < tile.row_end; ++o)
+    for (int64_t t = 0; t < tile.acts->n_tokens; ++t)
+      tile.y[t * w.n_out + o] = dot_float<Load>(w.data + o * w.row_bytes, tile.acts->x + t * w.n_in, w.n_in);
+}
+
+template <float (*Dot)(const uint8_t*, const MatmulActs&, int64_t, int64_t)>
+void tile_quant(const MatmulTile& tile) {
+  const WeightMatrix& w = *tile.w;
+  for (int64_t o = tile.row_begin; o < tile.row_end; ++o)
+    for (int64_t t = 0; t < tile.acts->n_tokens; ++t)
+      tile.y[t * w.n_out + o] = Dot(w.data + o * w.row_bytes, *tile.acts, t, w.n_in);
+}
+
+}  // namespace
+
+const MatmulKernels& matmul_kernels_scalar() {
+  static const MatmulKernels k = {
+      "scalar",          tile_float<LoadF32>,  tile_float<LoadF16>,  tile_float<LoadBf16>,
+      tile_quant<dot_q8_0>, tile_quant<dot_q4_0>, tile_quant<dot_q4_k>, tile_quant<dot_q6_k>,
+  };
+  return k;
+}
+
+}  // namespace tally::cpu::detail
