@@ -1,0 +1,241 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace tally::plan {
+
+namespace {
+
+// Bounds far above real use; they keep every product of the ledger inside int64.
+constexpr int64_t kMaxContext = int64_t{1} << 30;
+constexpr int64_t kMaxConcurrency = int64_t{1} << 20;
+constexpr int64_t kMaxBatchTokens = int64_t{1} << 24;
+constexpr int64_t kMaxBlockSize = int64_t{1} << 16;
+constexpr int64_t kMaxTp = int64_t{1} << 10;
+constexpr int64_t kMaxChunk = int64_t{1} << 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Status check_range(const char* what, int64_t value, int64_t lo, int64_t hi) {
+  if (value < lo || value > hi)
+    return make_error(ErrorCode::kInvalidArgument, "{} is {} (must be in [{}, {}])", what, value,
+                      lo, hi);
+  return Status::ok_status();
+}
+
+Status validate_options(const PlanModel& m, const PlanOptions& o) {
+  TALLY_RETURN_IF_ERROR(check_range("context", o.context, 0, kMaxContext));
+  TALLY_RETURN_IF_ERROR(check_range("concurrency", o.concurrency, 1, kMaxConcurrency));
+  TALLY_RETURN_IF_ERROR(check_range("tensor-parallel degree", o.tp, 1, kMaxTp));
+  TALLY_RETURN_IF_ERROR(check_range("block size", o.block_size, 1, kMaxBlockSize));
+  TALLY_RETURN_IF_ERROR(check_range("batch tokens", o.batch_tokens, 1, kMaxBatchTokens));
+  TALLY_RETURN_IF_ERROR(check_range("attention chunk", o.attention_chunk, 1, kMaxChunk));
+  TALLY_RETURN_IF_ERROR(check_range("overhead bytes", o.overhead_bytes, 0, INT64_MAX / 4));
+  if (o.budget) TALLY_RETURN_IF_ERROR(check_range("memory budget", *o.budget, 0, INT64_MAX / 4));
+  if (o.kv_type != DType::kF32 && o.kv_type != DType::kF16 && o.kv_type != DType::kBF16)
+    return make_error(ErrorCode::kUnsupported, "kv type {} is not supported (f32, f16, bf16)",
+                      dtype_name(o.kv_type));
+  if (o.weights && o.weights->from_file && !m.has_file_bytes())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "weights 'file' needs a GGUF model; '{}' comes from a {}", m.name, m.source);
+  const int64_t tp = o.tp;
+  if (m.n_heads % tp != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor-parallel degree {} does not divide the {} attention heads", tp,
+                      m.n_heads);
+  if (m.n_kv_heads % tp != 0 && tp % m.n_kv_heads != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor-parallel degree {} and the {} KV heads: one must divide the other",
+                      tp, m.n_kv_heads);
+  if (m.n_ff % tp != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "tensor-parallel degree {} does not divide the ffn width {}", tp, m.n_ff);
+  return Status::ok_status();
+}
+
+// The share of a tensor one rank holds, as num/den of its rows or columns. Attention is
+// split by heads, the ffn by its width, the vocabulary by rows (the last rank may hold
+// fewer: ceil); norms and unknown tensors are whole on every rank.
+struct Share {
+  int64_t num = 1;
+  int64_t den = 1;
+};
+
+Share rank_share(TensorRole role, const PlanModel& m, const Plan& p) {
+  const int64_t tp = p.options.tp;
+  switch (role) {
+    case TensorRole::kTokenEmbd:
+    case TensorRole::kOutput: return {ceil_div(m.n_vocab, tp), m.n_vocab};
+    case TensorRole::kAttnQ:
+    case TensorRole::kBiasQ:
+    case TensorRole::kAttnOut: return {p.heads_per_rank, m.n_heads};
+    case TensorRole::kAttnK:
+    case TensorRole::kAttnV:
+    case TensorRole::kBiasK:
+    case TensorRole::kBiasV: return {p.kv_heads_per_rank, m.n_kv_heads};
+    case TensorRole::kFfnGate:
+    case TensorRole::kFfnUp:
+    case TensorRole::kFfnDown: return {1, tp};
+    case TensorRole::kNorm:
+    case TensorRole::kOther: return {1, 1};
+  }
+  return {1, 1};
+}
+
+void add_weights(const PlanModel& m, const WeightFormat& format, Plan& p) {
+  int64_t n_fallback = 0;
+  for (const auto& t : m.tensors) {
+    const int64_t bytes = weight_format_tensor_bytes(format, t, m);
+    std::string type;
+    if (format.from_file) {
+      type = std::string(dtype_name(*t.file_type));
+    } else {
+      const DType dt = weight_format_tensor_type(format, t, m);
+      type = std::string(dtype_name(dt));
+      if (!t.is_vector() && dt == DType::kF16 && format.base != DType::kF16) ++n_fallback;
+    }
+    auto it = std::find_if(p.weight_types.begin(), p.weight_types.end(),
+                           [&](const WeightTypeBytes& w) { return w.type == type; });
+    if (it == p.weight_types.end()) {
+      p.weight_types.emplace_back();
+      p.weight_types.back().type = type;
+      it = p.weight_types.end() - 1;
+    }
+    it->n_tensors += 1;
+    it->n_params += t.n_elements();
+    it->bytes += bytes;
+    p.weight_bytes_model += bytes;
+    const Share share = rank_share(t.role, m, p);
+    p.weight_bytes += static_cast<int64_t>(
+        (static_cast<__int128>(bytes) * share.num + share.den - 1) / share.den);
+  }
+  std::stable_sort(p.weight_types.begin(), p.weight_types.end(),
+                   [](const WeightTypeBytes& a, const WeightTypeBytes& b) {
+                     return a.bytes > b.bytes;
+                   });
+  if (format.more_bits)
+    p.notes.push_back(fmt::format(
+        "{} is approximated (most matrices {}, output and some attn_v/ffn_down {}); plan the "
+        ".gguf file itself for its exact bytes",
+        format.name, dtype_name(format.base), dtype_name(*format.more_bits)));
+  if (n_fallback > 0)
+    p.notes.push_back(fmt::format(
+        "{} matrices have rows that do not fill whole {} blocks: counted in f16", n_fallback,
+        dtype_name(format.base)));
+  if (!format.from_file && m.has_file_bytes())
+    p.notes.push_back(fmt::format("weights planned as {}, not as the file stores them",
+                                  format.name));
+}
+
+void add_parallel_split(const PlanModel& m, Plan& p) {
+  const int64_t tp = p.options.tp;
+  p.heads_per_rank = m.n_heads / tp;
+  p.ff_per_rank = m.n_ff / tp;
+  p.kv_replicated = m.n_kv_heads < tp;
+  p.kv_heads_per_rank = p.kv_replicated ? 1 : m.n_kv_heads / tp;
+  if (p.kv_replicated)
+    p.notes.push_back(fmt::format(
+        "{} KV heads over {} ranks: each KV head is replicated on {} ranks (1 per rank)",
+        m.n_kv_heads, tp, tp / m.n_kv_heads));
+}
+
+void add_activations(const PlanModel& m, Plan& p) {
+  const PlanOptions& o = p.options;
+  p.step_tokens = std::min(o.batch_tokens, o.concurrency * o.context);
+  ActivationShape s;
+  s.n_tokens = p.step_tokens;
+  s.n_sampled = std::min(p.step_tokens, o.concurrency);
+  s.n_seqs = o.concurrency;
+  s.blocks_per_seq = p.blocks_per_sequence;
+  s.context = o.context;
+  s.n_embd = m.n_embd;
+  s.n_heads = p.heads_per_rank;
+  s.n_kv_heads = p.kv_heads_per_rank;
+  s.head_dim = m.head_dim;
+  s.n_ff = p.ff_per_rank;
+  s.n_vocab = m.n_vocab;
+  s.attention_chunk = o.attention_chunk;
+  p.activation_terms = activation_terms(s);
+  p.activation_bytes = activation_bytes(p.activation_terms);
+}
+
+Status add_kv(const PlanModel& m, Plan& p) {
+  const PlanOptions& o = p.options;
+  const int64_t elem = dtype_info(o.kv_type).block_bytes;
+  // K and V, every layer, the KV heads this rank holds.
+  p.kv_bytes_per_token = 2 * m.n_layers * p.kv_heads_per_rank * m.head_dim * elem;
+  p.kv_bytes_per_token_all_ranks = p.kv_bytes_per_token * o.tp;
+  p.kv_block_bytes = o.block_size * p.kv_bytes_per_token;
+  p.blocks_per_sequence = ceil_div(o.context, o.block_size);
+  const __int128 requested =
+      static_cast<__int128>(o.concurrency) * p.blocks_per_sequence * p.kv_block_bytes;
+  if (requested > INT64_MAX / 4)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "KV cache for {} sequences of {} tokens is beyond any memory", o.concurrency,
+                      o.context);
+  p.kv_bytes_requested = static_cast<int64_t>(requested);
+  return Status::ok_status();
+}
+
+void add_capacity(const PlanModel& m, Plan& p) {
+  const PlanOptions& o = p.options;
+  p.required_bytes = p.weight_bytes + p.activation_bytes + p.overhead_bytes + p.kv_bytes_requested;
+  if (!o.budget) return;
+  p.has_budget = true;
+  p.budget_bytes = *o.budget;
+  const int64_t fixed = p.weight_bytes + p.activation_bytes + p.overhead_bytes;
+  p.model_fits = fixed <= p.budget_bytes;
+  if (!p.model_fits) {
+    p.shortfall_bytes = fixed - p.budget_bytes;
+    return;  // no KV at all: every capacity stays 0
+  }
+  p.kv_budget_bytes = p.budget_bytes - fixed;
+  p.n_blocks = p.kv_budget_bytes / p.kv_block_bytes;
+  p.token_capacity = p.n_blocks * o.block_size;
+  p.max_concurrency = p.n_blocks / p.blocks_per_sequence;
+  p.max_context = std::min(p.n_blocks / o.concurrency * o.block_size, m.context_length);
+  p.fits = p.kv_bytes_requested <= p.kv_budget_bytes;
+  if (!p.fits) p.shortfall_bytes = p.kv_bytes_requested - p.kv_budget_bytes;
+}
+
+}  // namespace
+
+Result<DType> kv_type_from_name(std::string_view name) {
+  std::string n(name);
+  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "f32") return DType::kF32;
+  if (n == "f16") return DType::kF16;
+  if (n == "bf16") return DType::kBF16;
+  if (n == "int8" || n == "i8" || n == "q8_0")
+    return make_error(ErrorCode::kUnsupported, "kv type '{}' is not supported yet (f32, f16, bf16)",
+                      name);
+  return make_error(ErrorCode::kInvalidArgument, "unknown kv type '{}' (f32, f16, bf16)", name);
+}
+
+Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options) {
+  TALLY_RETURN_IF_ERROR(plan_model_validate(model));
+  TALLY_RETURN_IF_ERROR(validate_options(model, options));
+  Plan p;
+  p.model = model;
+  p.model.tensors.clear();
+  p.options = options;
+  if (p.options.context == 0) p.options.context = model.context_length;
+  if (!p.options.weights) p.options.weights = weight_format_native(model);
+  p.n_params = model.n_params();
+  p.overhead_bytes = options.overhead_bytes;
+  if (p.options.context > model.context_length)
+    p.notes.push_back(fmt::format("context {} is longer than the model's trained {}",
+                                  p.options.context, model.context_length));
+
+  add_parallel_split(model, p);
+  add_weights(model, *p.options.weights, p);
+  TALLY_RETURN_IF_ERROR(add_kv(model, p));
+  add_activations(model, p);
+  add_capacity(model, p);
+  return p;
+}
+
+}  // namespace tally::plan

@@ -1,0 +1,100 @@
+// The memory ledger's arithmetic without allocating anything: weights + activations +
+// overhead + KV cache, per tensor-parallel rank, and what a memory budget leaves for the KV
+// cache (blocks, tokens, concurrency, context). `tally plan` prints it; the engine's
+// start-up ledger uses the same terms. Every formula is in docs/memory.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "plan/activations.h"
+#include "plan/plan_model.h"
+#include "plan/weight_format.h"
+#include "tensor/dtype.h"
+
+namespace tally::plan {
+
+// Runtime, thread stacks, allocator slack and page tables: reserved per rank before the KV
+// cache gets the rest of the budget.
+inline constexpr int64_t kDefaultOverheadBytes = int64_t{256} << 20;
+
+struct PlanOptions {
+  std::optional<WeightFormat> weights;  // default: weight_format_native(model)
+  DType kv_type = DType::kF16;          // f32, f16 or bf16 (int8 later)
+  int64_t context = 0;                  // tokens per sequence; 0 = the model's context
+  int64_t concurrency = 1;              // sequences resident at once
+  int64_t tp = 1;                       // tensor-parallel ranks
+  int64_t block_size = 16;              // tokens per KV block
+  int64_t batch_tokens = 2048;          // most tokens in one forward step
+  int64_t attention_chunk = kDefaultAttentionChunk;  // KV positions per attention chunk
+  std::optional<int64_t> budget;        // bytes of memory per rank; none = needs only
+  int64_t overhead_bytes = kDefaultOverheadBytes;
+};
+
+// "f32", "f16", "bf16"; int8/q8_0 are refused as not supported yet.
+Result<DType> kv_type_from_name(std::string_view name);
+
+// Weight bytes of one type over the whole model (a mixed file has several).
+struct WeightTypeBytes {
+  std::string type;
+  int64_t n_tensors = 0;
+  int64_t n_params = 0;
+  int64_t bytes = 0;
+};
+
+struct Plan {
+  PlanModel model;      // without its tensor list
+  PlanOptions options;  // resolved: weights and context filled in
+  int64_t n_params = 0;
+
+  // Weights.
+  std::vector<WeightTypeBytes> weight_types;
+  int64_t weight_bytes_model = 0;  // the whole model, unsplit
+  int64_t weight_bytes = 0;        // per rank
+
+  // Tensor parallelism (per rank).
+  int64_t heads_per_rank = 0;
+  int64_t kv_heads_per_rank = 0;
+  int64_t ff_per_rank = 0;
+  bool kv_replicated = false;  // n_kv_heads < tp: each KV head lives on tp / n_kv_heads ranks
+
+  // Activations of the largest step (per rank): min(batch_tokens, concurrency * context)
+  // tokens, as a step never holds more tokens than the resident sequences.
+  int64_t step_tokens = 0;
+  std::vector<ActivationTerm> activation_terms;
+  int64_t activation_bytes = 0;
+  int64_t overhead_bytes = 0;
+
+  // KV cache (per rank unless said otherwise).
+  int64_t kv_bytes_per_token = 0;
+  int64_t kv_bytes_per_token_all_ranks = 0;
+  int64_t kv_block_bytes = 0;        // block_size tokens
+  int64_t blocks_per_sequence = 0;   // ceil(context / block_size)
+  int64_t kv_bytes_requested = 0;    // concurrency whole sequences of `context` tokens
+  int64_t required_bytes = 0;        // weights + activations + overhead + kv requested
+
+  // Against the budget (when options.budget is set).
+  bool has_budget = false;
+  int64_t budget_bytes = 0;
+  bool model_fits = false;          // weights + activations + overhead <= budget
+  int64_t shortfall_bytes = 0;      // how much more the model needs when it does not fit
+  int64_t kv_budget_bytes = 0;      // budget - weights - activations - overhead, >= 0
+  int64_t n_blocks = 0;             // floor(kv budget / block bytes)
+  int64_t token_capacity = 0;       // n_blocks * block_size
+  int64_t max_concurrency = 0;      // sequences of `context` tokens that fit
+  int64_t max_context = 0;          // tokens per sequence at `concurrency` (<= model context)
+  bool fits = false;                // model fits and the requested KV fits
+
+  std::vector<std::string> notes;   // approximations and replications worth knowing
+};
+
+// InvalidArgument for options that cannot be planned (tp not dividing the heads, a zero
+// block size, weights "file" for a model without a file, ...). A budget too small is not an
+// error: it is a Plan with model_fits == false.
+Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options);
+
+}  // namespace tally::plan

@@ -1,0 +1,86 @@
+// The shapes of a model that decide its memory: hyper-parameters and the list of its weight
+// tensors. A PlanModel comes from a preset (plan_presets.h), an HF config.json (hf_config.h)
+// or a GGUF file (gguf_source.h); `tally plan` never loads weights, only these shapes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace tally::plan {
+
+// What a weight tensor is for; decides how tensor parallelism splits it and which type a
+// mixed quantization (q4_k_m) gives it.
+enum class TensorRole {
+  kTokenEmbd,  // [n_vocab][n_embd]
+  kOutput,     // [n_vocab][n_embd] (absent when tied to the embedding)
+  kNorm,       // [n_embd] (attention, ffn and final norms)
+  kAttnQ,      // [n_heads * head_dim][n_embd]
+  kAttnK,      // [n_kv_heads * head_dim][n_embd]
+  kAttnV,      // [n_kv_heads * head_dim][n_embd]
+  kAttnOut,    // [n_embd][n_heads * head_dim]
+  kBiasQ,      // [n_heads * head_dim]
+  kBiasK,      // [n_kv_heads * head_dim]
+  kBiasV,      // [n_kv_heads * head_dim]
+  kFfnGate,    // [n_ff][n_embd]
+  kFfnUp,      // [n_ff][n_embd]
+  kFfnDown,    // [n_embd][n_ff]
+  kOther,      // anything else a file holds (kept whole on every rank)
+};
+const char* tensor_role_name(TensorRole role);
+
+// One weight tensor. Dimensions in ggml order: n_cols is the contiguous row length (the
+// input features of a matrix), n_rows the number of rows (1 for a vector).
+struct PlanTensor {
+  std::string name;  // GGUF naming: "blk.3.attn_q.weight"
+  TensorRole role = TensorRole::kOther;
+  int layer = -1;    // block index, -1 outside the blocks
+  int64_t n_cols = 0;
+  int64_t n_rows = 1;
+  std::optional<DType> file_type;  // the type stored in a GGUF file
+  int64_t file_bytes = 0;          // its real size in that file (0 when not from a file)
+
+  int64_t n_elements() const { return n_cols * n_rows; }
+  bool is_vector() const { return n_rows == 1; }
+};
+
+struct PlanModel {
+  std::string name;          // preset name or file path
+  std::string source;        // "preset", "gguf" or "hf-config"
+  std::string architecture;  // "llama", "qwen2", ...
+  int64_t n_layers = 0;
+  int64_t n_embd = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t n_ff = 0;
+  int64_t n_vocab = 0;
+  int64_t context_length = 0;  // the trained context
+  bool tied_embeddings = false;
+  bool qkv_bias = false;                // Qwen2-style biases on q, k, v
+  std::optional<DType> native_type;     // torch_dtype of a config.json, when given
+  std::vector<PlanTensor> tensors;      // every weight
+
+  int64_t n_params() const;
+  // True when every tensor carries its size in a file (a GGUF source).
+  bool has_file_bytes() const;
+  // Sum of the tensors' sizes in the file (0 unless has_file_bytes()).
+  int64_t file_weight_bytes() const;
+};
+
+// Checks the hyper-parameters (all positive, heads divisible by kv heads).
+Status plan_model_validate(const PlanModel& model);
+
+// The tensors of a llama-style decoder (llama, mistral, qwen2) from the hyper-parameters:
+// per block attn_norm, q, k, v, (q/k/v biases), o, ffn_norm, gate, up, down; plus
+// token_embd, output_norm and output (unless tied).
+std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& model);
+
+// Validates `model` and fills its tensor list from the shapes.
+Result<PlanModel> plan_model_finish(PlanModel model);
+
+}  // namespace tally::plan

@@ -1,0 +1,99 @@
+#include "plan/plan_presets.h"
+
+#include <array>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tally::plan {
+
+namespace {
+
+struct Preset {
+  const char* name;
+  const char* architecture;
+  int64_t n_layers, n_embd, n_heads, n_kv_heads, head_dim, n_ff, n_vocab, context_length;
+  bool tied;
+  bool qkv_bias;
+  DType native;
+};
+
+// From each model's published config (HF config.json unless noted): num_hidden_layers,
+// hidden_size, num_attention_heads, num_key_value_heads, head_dim (hidden/heads unless
+// given), intermediate_size, vocab_size, max_position_embeddings, tie_word_embeddings,
+// torch_dtype.
+// - qwen2.5-7b: the Instruct config (max_position_embeddings 32768, the native context
+//   without YaRN); the base repo's config says 131072.
+// - mistral-7b: Mistral-7B-v0.1 (vocab 32000, 32768 positions, sliding window 4096 ignored:
+//   tally keeps the whole context).
+// - stories110M: llama2.c's TinyStories model (dim 768, 12 layers, 12 heads, hidden_dim
+//   2048, seq_len 1024, classifier shared with the embedding, fp32 checkpoint).
+constexpr std::array kPresets = {
+    Preset{"llama-2-7b", "llama", 32, 4096, 32, 32, 128, 11008, 32000, 4096, false, false,
+           DType::kF16},
+    Preset{"llama-2-13b", "llama", 40, 5120, 40, 40, 128, 13824, 32000, 4096, false, false,
+           DType::kF16},
+    Preset{"llama-2-70b", "llama", 80, 8192, 64, 8, 128, 28672, 32000, 4096, false, false,
+           DType::kF16},
+    Preset{"llama-3-8b", "llama", 32, 4096, 32, 8, 128, 14336, 128256, 8192, false, false,
+           DType::kBF16},
+    Preset{"llama-3-70b", "llama", 80, 8192, 64, 8, 128, 28672, 128256, 8192, false, false,
+           DType::kBF16},
+    Preset{"llama-3.2-1b", "llama", 16, 2048, 32, 8, 64, 8192, 128256, 131072, true, false,
+           DType::kBF16},
+    Preset{"tinyllama-1.1b", "llama", 22, 2048, 32, 4, 64, 5632, 32000, 2048, false, false,
+           DType::kBF16},
+    Preset{"qwen2.5-0.5b", "qwen2", 24, 896, 14, 2, 64, 4864, 151936, 32768, true, true,
+           DType::kBF16},
+    Preset{"qwen2.5-7b", "qwen2", 28, 3584, 28, 4, 128, 18944, 152064, 32768, false, true,
+           DType::kBF16},
+    Preset{"stories110M", "llama", 12, 768, 12, 12, 64, 2048, 32000, 1024, true, false,
+           DType::kF32},
+    Preset{"mistral-7b", "llama", 32, 4096, 32, 8, 128, 14336, 32000, 32768, false, false,
+           DType::kBF16},
+};
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> plan_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : kPresets) names.emplace_back(p.name);
+  return names;
+}
+
+Result<PlanModel> plan_preset(std::string_view name) {
+  for (const auto& p : kPresets) {
+    if (!iequals(p.name, name)) continue;
+    PlanModel m;
+    m.name = p.name;
+    m.source = "preset";
+    m.architecture = p.architecture;
+    m.n_layers = p.n_layers;
+    m.n_embd = p.n_embd;
+    m.n_heads = p.n_heads;
+    m.n_kv_heads = p.n_kv_heads;
+    m.head_dim = p.head_dim;
+    m.n_ff = p.n_ff;
+    m.n_vocab = p.n_vocab;
+    m.context_length = p.context_length;
+    m.tied_embeddings = p.tied;
+    m.qkv_bias = p.qkv_bias;
+    m.native_type = p.native;
+    return plan_model_finish(std::move(m));
+  }
+  return make_error(ErrorCode::kNotFound, "no model preset named '{}' (presets: {})", name,
+                    fmt::join(plan_preset_names(), ", "));
+}
+
+}  // namespace tally::plan

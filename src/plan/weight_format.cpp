@@ -1,0 +1,98 @@
+#include "plan/weight_format.h"
+
+#include <cctype>
+
+#include "base/check.h"
+
+namespace tally::plan {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The blocks where a *_k_m mix spends more bits on attn_v and ffn_down.
+bool gets_more_bits(int layer, int64_t n_layers) {
+  if (layer < 0) return false;
+  const int64_t i = layer;
+  return i < n_layers / 8 || i >= 7 * n_layers / 8 || (i - n_layers / 8) % 3 == 2;
+}
+
+}  // namespace
+
+Result<WeightFormat> weight_format_from_name(std::string_view name) {
+  const std::string n = lower(name);
+  WeightFormat f;
+  f.name = n;
+  if (n == "file") {
+    f.from_file = true;
+    return f;
+  }
+  struct Mix {
+    const char* name;
+    DType base;
+  };
+  static constexpr Mix kMixes[] = {
+      {"q3_k_m", DType::kQ3_K}, {"q4_k_m", DType::kQ4_K}, {"q5_k_m", DType::kQ5_K}};
+  for (const auto& mix : kMixes) {
+    if (n == mix.name) {
+      f.base = mix.base;
+      f.more_bits = DType::kQ6_K;
+      return f;
+    }
+  }
+  auto t = dtype_from_name(n);
+  if (!t)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "unknown weight type '{}' (try f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, "
+                      "q4_k_m, q5_k_m or file)",
+                      name);
+  const auto& info = dtype_info(*t);
+  if (*t == DType::kI8 || *t == DType::kI16 || *t == DType::kI32 || *t == DType::kI64 ||
+      *t == DType::kF64)
+    return make_error(ErrorCode::kInvalidArgument, "weight type '{}' is not a weight format",
+                      info.name);
+  f.base = *t;
+  return f;
+}
+
+WeightFormat weight_format_native(const PlanModel& model) {
+  WeightFormat f;
+  if (model.has_file_bytes()) {
+    f.name = "file";
+    f.from_file = true;
+    return f;
+  }
+  f.base = model.native_type.value_or(DType::kF16);
+  f.name = std::string(dtype_name(f.base));
+  return f;
+}
+
+DType weight_format_tensor_type(const WeightFormat& format, const PlanTensor& t,
+                                const PlanModel& model) {
+  TALLY_CHECK(!format.from_file, "tensor type asked of a from-file format for {}", t.name);
+  if (t.is_vector()) return DType::kF32;
+  DType type = format.base;
+  if (format.more_bits) {
+    const bool output_like =
+        t.role == TensorRole::kOutput ||
+        (t.role == TensorRole::kTokenEmbd && model.tied_embeddings);
+    const bool mixed_role = t.role == TensorRole::kAttnV || t.role == TensorRole::kFfnDown;
+    if (output_like || (mixed_role && gets_more_bits(t.layer, model.n_layers)))
+      type = *format.more_bits;
+  }
+  if (t.n_cols % dtype_info(type).block_size != 0) type = DType::kF16;
+  return type;
+}
+
+int64_t weight_format_tensor_bytes(const WeightFormat& format, const PlanTensor& t,
+                                   const PlanModel& model) {
+  if (format.from_file) return t.file_bytes;
+  const DType type = weight_format_tensor_type(format, t, model);
+  return t.n_rows * dtype_row_bytes(type, t.n_cols);
+}
+
+}  // namespace tally::plan

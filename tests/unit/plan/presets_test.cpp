@@ -1,0 +1,94 @@
+#include "plan/plan_presets.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "plan/plan.h"
+
+namespace tally::plan {
+namespace {
+
+PlanModel preset(const char* name) {
+  auto m = plan_preset(name);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return m.ok() ? *m : PlanModel{};
+}
+
+int64_t kv_per_token(const PlanModel& m, DType kv = DType::kF16, int64_t tp = 1) {
+  PlanOptions o;
+  o.kv_type = kv;
+  o.tp = tp;
+  auto p = compute_plan(m, o);
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
+  return p.ok() ? p->kv_bytes_per_token : -1;
+}
+
+// The seed example: 32 layers x 32 KV heads x 128 dims in f16 = 0.5 MiB per token.
+TEST(PlanPresets, SeedExampleKvPerToken) {
+  const PlanModel m = preset("llama-2-7b");
+  EXPECT_EQ(m.n_layers, 32);
+  EXPECT_EQ(m.n_kv_heads, 32);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(kv_per_token(m), 524'288);
+  EXPECT_EQ(kv_per_token(m, DType::kF32), 1'048'576);
+  EXPECT_EQ(kv_per_token(preset("llama-3-8b")), 128 * 1024);
+  EXPECT_EQ(kv_per_token(preset("llama-3-70b")), 320 * 1024);
+}
+
+TEST(PlanPresets, ParameterCountsFromShapes) {
+  // llama-2-7b: 6.74e9 published; the shapes give 6,738,415,616.
+  const int64_t n7 = preset("llama-2-7b").n_params();
+  EXPECT_NEAR(static_cast<double>(n7), 6.74e9, 0.01 * 6.74e9);
+  EXPECT_EQ(n7, 6'738'415'616);
+  // Published totals: Qwen2.5-7B 7.61B (qkv biases, untied), Qwen2.5-0.5B 0.49B (tied),
+  // Llama-3-8B 8.03B, Llama-2-70B 68.98B, TinyLlama 1.1B, stories110M 110M.
+  EXPECT_EQ(preset("qwen2.5-7b").n_params(), 7'615'616'512);
+  EXPECT_EQ(preset("qwen2.5-0.5b").n_params(), 494'032'768);
+  EXPECT_NEAR(preset("llama-3-8b").n_params() / 1e9, 8.03, 0.01);
+  EXPECT_NEAR(preset("llama-2-70b").n_params() / 1e9, 68.98, 0.01);
+  EXPECT_NEAR(preset("tinyllama-1.1b").n_params() / 1e9, 1.10, 0.01);
+  EXPECT_NEAR(preset("llama-3.2-1b").n_params() / 1e9, 1.24, 0.01);
+  EXPECT_NEAR(preset("stories110M").n_params() / 1e6, 110, 1);
+}
+
+TEST(PlanPresets, EveryPresetIsValidAndPlans) {
+  const auto names = plan_preset_names();
+  EXPECT_EQ(names.size(), 11u);
+  for (const auto& name : names) {
+    auto m = plan_preset(name);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().to_string();
+    EXPECT_EQ(m->name, name);
+    EXPECT_EQ(m->source, "preset");
+    EXPECT_TRUE(plan_model_validate(*m).ok()) << name;
+    EXPECT_EQ(m->n_embd % m->n_heads, 0) << name;
+    auto p = compute_plan(*m, PlanOptions{});
+    ASSERT_TRUE(p.ok()) << name << ": " << p.status().to_string();
+    EXPECT_EQ(p->options.context, m->context_length) << name;
+  }
+}
+
+TEST(PlanPresets, TiedModelsHaveNoOutputTensor) {
+  const PlanModel tied = preset("qwen2.5-0.5b");
+  EXPECT_TRUE(tied.tied_embeddings);
+  EXPECT_TRUE(tied.qkv_bias);
+  for (const auto& t : tied.tensors) EXPECT_NE(t.role, TensorRole::kOutput) << t.name;
+  const PlanModel untied = preset("mistral-7b");
+  int n_output = 0;
+  for (const auto& t : untied.tensors) n_output += t.role == TensorRole::kOutput;
+  EXPECT_EQ(n_output, 1);
+  // 9 tensors per block + token_embd, output_norm, output.
+  EXPECT_EQ(untied.tensors.size(), 32u * 9 + 3);
+}
+
+TEST(PlanPresets, LookupIsCaseInsensitiveAndUnknownNamesListPresets) {
+  EXPECT_TRUE(plan_preset("LLaMA-3-8B").ok());
+  auto r = plan_preset("llama-9-1t");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(r.status().message().find("llama-9-1t"), std::string::npos);
+  EXPECT_NE(r.status().message().find("qwen2.5-7b"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tally::plan
