@@ -1,5 +1,7 @@
 #include "backend/cpu/attention.h"
 
+#include <algorithm>
+
 #include "backend/cpu/attention_impl.h"
 #include "base/check.h"
 
@@ -42,8 +44,17 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
   TALLY_CHECK(args.kv.block_size > 0, "block size {}", args.kv.block_size);
   const IsaLevel isa = cpu_isa_level();
   // One task per (token, KV head): each owns its output rows, so no reduction is split.
-  pool.run(args.n_tokens * args.n_kv_heads, [&](int64_t task, int) {
-    attention_task(isa, args, task / args.n_kv_heads, task % args.n_kv_heads);
+  // Tasks are handed out in groups big enough to be worth waking a worker for; the grouping
+  // cannot change results.
+  constexpr int64_t kMinFlopsPerGroup = int64_t{1} << 16;
+  const int64_t n_tasks = args.n_tokens * args.n_kv_heads;
+  int64_t max_ctx = 0;
+  for (int64_t t = 0; t < args.n_tokens; ++t) max_ctx = std::max<int64_t>(max_ctx, args.positions[t] + 1);
+  const int64_t flops_per_task = 4 * max_ctx * (args.n_heads / args.n_kv_heads) * args.head_dim;
+  const int64_t grain = std::max<int64_t>(1, kMinFlopsPerGroup / std::max<int64_t>(1, flops_per_task));
+  pool.parallel_for(n_tasks, grain, [&](int64_t begin, int64_t end, int) {
+    for (int64_t task = begin; task < end; ++task)
+      attention_task(isa, args, task / args.n_kv_heads, task % args.n_kv_heads);
   });
 }
 

@@ -1,0 +1,26 @@
+#include "model/model.h"
+
+#include "model/rope_freqs.h"
+
+namespace tally {
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& gguf_path) {
+  TALLY_ASSIGN_OR_RETURN(io::GgufFile gguf, io::GgufFile::open(gguf_path));
+  auto model = from_gguf(std::move(gguf));
+  if (!model.ok()) return model.status().with_context(gguf_path);
+  return model;
+}
+
+Result<std::unique_ptr<Model>> Model::from_gguf(io::GgufFile gguf) {
+  TALLY_ASSIGN_OR_RETURN(ModelConfig config, model_config_from_gguf(gguf));
+  TALLY_ASSIGN_OR_RETURN(ModelWeights weights, bind_weights(gguf, config));
+  return std::unique_ptr<Model>(new Model(std::move(gguf), std::move(config), std::move(weights)));
+}
+
+Model::Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights)
+    : gguf_(std::move(gguf)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      rope_freqs_(rope_frequencies(config_, weights_.rope_freqs)) {}
+
+}  // namespace tally

@@ -1,0 +1,55 @@
+// A llama-family model: its config, its weights bound to the GGUF file (which the Model keeps
+// open) and the forward pass over a ragged batch.
+//
+// forward() is a fixed sequence of backend ops per layer (docs/model.md):
+//   embed -> [rmsnorm -> q,k,v matmuls (+bias) -> rope -> write K,V -> paged attention ->
+//   wo matmul -> residual add -> rmsnorm -> gate, up matmuls -> silu(gate)*up -> down matmul ->
+//   residual add] x L -> final rmsnorm (logit rows only) -> output matmul (logit rows only)
+// Architectures differ only by the flags of their ArchTraits row.
+//
+// Thread rules: a Model is immutable after load; forward() is const and may run concurrently
+// on different (KvCache, ForwardScratch, ThreadPool) triples.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "io/gguf.h"
+#include "model/batch.h"
+#include "model/forward_scratch.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+
+namespace tally {
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load(const std::string& gguf_path);
+  static Result<std::unique_ptr<Model>> from_gguf(io::GgufFile gguf);
+
+  const ModelConfig& config() const { return config_; }
+  const io::GgufFile& gguf() const { return gguf_; }
+  const ModelWeights& weights() const { return weights_; }
+  // [rope_dim/2] radians per position of each rotated pair, scaling included.
+  const std::vector<float>& rope_freqs() const { return rope_freqs_; }
+
+  // Runs the batch: writes K/V of its tokens into `kv` at their slots and writes
+  // logits [batch.logit_rows.size()][n_vocab]. A batch that does not fit the model, the cache
+  // or the scratch (see validate_batch) is an InvalidArgument and changes nothing.
+  Status forward(const Batch& batch, KvCache& kv, ForwardScratch& scratch, ThreadPool& pool,
+                 float* logits) const;
+
+ private:
+  Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights);
+
+  io::GgufFile gguf_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::vector<float> rope_freqs_;
+};
+
+}  // namespace tally

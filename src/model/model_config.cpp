@@ -1,0 +1,132 @@
+#include "model/model_config.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tally {
+
+namespace {
+
+// Large enough for any real model, small enough that products of two stay far from overflow.
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+struct KeyReader {
+  const io::GgufFile& gguf;
+  std::string_view arch;
+
+  std::string key(std::string_view suffix) const { return fmt::format("{}.{}", arch, suffix); }
+  Result<int64_t> dim(std::string_view suffix) const {
+    TALLY_ASSIGN_OR_RETURN(int64_t v, gguf.get_int(key(suffix)));
+    return check_dim(suffix, v);
+  }
+  Result<int64_t> dim_or(std::string_view suffix, int64_t fallback) const {
+    TALLY_ASSIGN_OR_RETURN(int64_t v, gguf.get_int_or(key(suffix), fallback));
+    return check_dim(suffix, v);
+  }
+  Result<int64_t> check_dim(std::string_view suffix, int64_t v) const {
+    if (v <= 0 || v > kMaxDim)
+      return make_error(ErrorCode::kFormat, "model: key '{}' = {} is out of range [1, {}]",
+                        key(suffix), v, kMaxDim);
+    return v;
+  }
+  Result<float> positive_float_or(std::string_view suffix, double fallback) const {
+    TALLY_ASSIGN_OR_RETURN(double v, gguf.get_float_or(key(suffix), fallback));
+    if (!(v > 0.0) || !std::isfinite(v))
+      return make_error(ErrorCode::kFormat, "model: key '{}' = {} must be positive", key(suffix), v);
+    return static_cast<float>(v);
+  }
+};
+
+Status read_rope_scaling(const KeyReader& r, ModelConfig& c) {
+  TALLY_ASSIGN_OR_RETURN(c.rope_scaling.factor, r.positive_float_or("rope.scaling.factor", 1.0));
+  // Older files give a linear factor as rope.scale_linear.
+  if (!r.gguf.find(r.key("rope.scaling.factor")) && r.gguf.find(r.key("rope.scale_linear"))) {
+    TALLY_ASSIGN_OR_RETURN(c.rope_scaling.factor, r.positive_float_or("rope.scale_linear", 1.0));
+    c.rope_scaling.type = RopeScalingType::kLinear;
+  }
+  const bool llama3_keys = r.gguf.find(r.key("rope.scaling.low_freq_factor")) ||
+                           r.gguf.find(r.key("rope.scaling.high_freq_factor"));
+  std::string_view type = llama3_keys ? "llama3" : "none";
+  if (r.gguf.find(r.key("rope.scaling.type"))) {
+    TALLY_ASSIGN_OR_RETURN(type, r.gguf.get_string(r.key("rope.scaling.type")));
+  }
+  if (type == "linear") {
+    c.rope_scaling.type = RopeScalingType::kLinear;
+  } else if (type == "llama3") {
+    auto& s = c.rope_scaling;
+    s.type = RopeScalingType::kLlama3;
+    TALLY_ASSIGN_OR_RETURN(s.original_context_length, r.dim("rope.scaling.original_context_length"));
+    TALLY_ASSIGN_OR_RETURN(s.low_freq_factor, r.positive_float_or("rope.scaling.low_freq_factor", 1.0));
+    TALLY_ASSIGN_OR_RETURN(s.high_freq_factor, r.positive_float_or("rope.scaling.high_freq_factor", 4.0));
+    if (!(s.high_freq_factor > s.low_freq_factor))
+      return make_error(ErrorCode::kFormat, "model: llama3 rope scaling needs high_freq_factor {} > low_freq_factor {}",
+                        s.high_freq_factor, s.low_freq_factor);
+  } else if (type != "none") {
+    return make_error(ErrorCode::kUnsupported, "model: key '{}' = '{}' is not supported (none, linear, llama3)",
+                      r.key("rope.scaling.type"), type);
+  }
+  return Status::ok_status();
+}
+
+Status check_consistency(const ModelConfig& c) {
+  if (c.n_heads % c.n_kv_heads != 0)
+    return make_error(ErrorCode::kFormat, "model: head_count {} is not a multiple of head_count_kv {}",
+                      c.n_heads, c.n_kv_heads);
+  if (c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim)
+    return make_error(ErrorCode::kFormat, "model: rope.dimension_count {} must be even and at most the head size {}",
+                      c.rope_dim, c.head_dim);
+  if (c.q_dim() > kMaxDim)
+    return make_error(ErrorCode::kFormat, "model: {} heads of {} dims is too large", c.n_heads, c.head_dim);
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
+  TALLY_ASSIGN_OR_RETURN(std::string_view arch_name, gguf.get_string("general.architecture"));
+  ModelConfig c;
+  c.arch = find_arch(arch_name);
+  if (!c.arch) {
+    std::string names;
+    for (const auto& a : supported_archs()) names += fmt::format("{}{}", names.empty() ? "" : ", ", a.name);
+    return make_error(ErrorCode::kUnsupported, "model: architecture '{}' is not supported ({})", arch_name, names);
+  }
+  const KeyReader r{gguf, c.arch->name};
+  TALLY_ASSIGN_OR_RETURN(c.context_length, r.dim("context_length"));
+  TALLY_ASSIGN_OR_RETURN(c.n_embd, r.dim("embedding_length"));
+  TALLY_ASSIGN_OR_RETURN(c.n_ff, r.dim("feed_forward_length"));
+  TALLY_ASSIGN_OR_RETURN(c.n_layers, r.dim("block_count"));
+  TALLY_ASSIGN_OR_RETURN(c.n_heads, r.dim("attention.head_count"));
+  TALLY_ASSIGN_OR_RETURN(c.n_kv_heads, r.dim_or("attention.head_count_kv", c.n_heads));
+  TALLY_ASSIGN_OR_RETURN(c.head_dim, r.dim_or("attention.key_length", c.n_embd / c.n_heads));
+  TALLY_ASSIGN_OR_RETURN(const int64_t v_dim, r.dim_or("attention.value_length", c.head_dim));
+  if (v_dim != c.head_dim)
+    return make_error(ErrorCode::kUnsupported, "model: value_length {} differs from key_length {}", v_dim, c.head_dim);
+  TALLY_ASSIGN_OR_RETURN(c.rope_dim, r.dim_or("rope.dimension_count", c.head_dim));
+  TALLY_ASSIGN_OR_RETURN(c.rope_freq_base, r.positive_float_or("rope.freq_base", 10000.0));
+  if (!gguf.find(r.key("attention.layer_norm_rms_epsilon")))
+    return make_error(ErrorCode::kNotFound, "model: key '{}' not found", r.key("attention.layer_norm_rms_epsilon"));
+  TALLY_ASSIGN_OR_RETURN(c.norm_eps, r.positive_float_or("attention.layer_norm_rms_epsilon", 0.0));
+  TALLY_RETURN_IF_ERROR(read_rope_scaling(r, c));
+  TALLY_RETURN_IF_ERROR(check_consistency(c));
+
+  const io::GgufTensorInfo* embd = gguf.find_tensor("token_embd.weight");
+  if (!embd) return make_error(ErrorCode::kNotFound, "model: tensor 'token_embd.weight' not found");
+  if (embd->dims.size() != 2 || embd->dims[0] != c.n_embd || embd->dims[1] <= 0 || embd->dims[1] > kMaxDim)
+    return make_error(ErrorCode::kFormat, "model: tensor 'token_embd.weight' has shape {}, expected [{}, n_vocab]",
+                      fmt::join(embd->dims, ", "), c.n_embd);
+  c.n_vocab = embd->dims[1];
+  if (gguf.find(r.key("vocab_size"))) {
+    TALLY_ASSIGN_OR_RETURN(const int64_t declared, gguf.get_int(r.key("vocab_size")));
+    if (declared != c.n_vocab)
+      return make_error(ErrorCode::kFormat, "model: key '{}' = {} but token_embd.weight has {} rows",
+                        r.key("vocab_size"), declared, c.n_vocab);
+  }
+  c.tied_output = gguf.find_tensor("output.weight") == nullptr;
+  c.has_rope_freqs = gguf.find_tensor("rope_freqs.weight") != nullptr;
+  return c;
+}
+
+}  // namespace tally

@@ -1,0 +1,49 @@
+// The hyper-parameters of a llama-family model, read from GGUF metadata
+// (`<arch>.embedding_length`, ...) and the shape of the token embedding.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "io/gguf.h"
+#include "model/arch.h"
+
+namespace tally {
+
+enum class RopeScalingType { kNone, kLinear, kLlama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kNone;
+  float factor = 1.0f;                   // linear and llama3
+  int64_t original_context_length = 0;   // llama3
+  float low_freq_factor = 1.0f;          // llama3
+  float high_freq_factor = 4.0f;         // llama3
+};
+
+struct ModelConfig {
+  const ArchTraits* arch = nullptr;
+  int64_t n_vocab = 0;         // rows of token_embd.weight
+  int64_t n_embd = 0;          // residual stream width
+  int64_t n_ff = 0;            // feed-forward hidden width
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;      // divides n_heads (GQA); == n_heads for plain multi-head
+  int64_t head_dim = 0;        // key_length == value_length
+  int64_t context_length = 0;  // positions the model was trained for: the largest position + 1
+  int64_t rope_dim = 0;        // rotated dims per head (even, <= head_dim)
+  float rope_freq_base = 10000.0f;
+  float norm_eps = 1e-5f;
+  RopeScaling rope_scaling;
+  bool has_rope_freqs = false;  // rope_freqs.weight: per-pair frequency divisors (Llama 3.1)
+  bool tied_output = false;     // no output.weight: logits use token_embd.weight
+
+  int64_t q_dim() const { return n_heads * head_dim; }
+  int64_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+// Reads and checks the config. Missing required keys or tensors, or values that do not fit
+// together, give a Status that names them.
+Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf);
+
+}  // namespace tally

@@ -1,0 +1,117 @@
+#include "model/model_weights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tensor/quantize.h"
+
+namespace tally {
+
+namespace {
+
+class Binder {
+ public:
+  Binder(const io::GgufFile& gguf, ModelWeights& w) : gguf_(gguf), w_(w) {}
+
+  // A tensor of exactly these dims (ggml order: dims[0] is the row length).
+  Result<const io::GgufTensorInfo*> find(const std::string& name, std::initializer_list<int64_t> dims) {
+    const io::GgufTensorInfo* t = gguf_.find_tensor(name);
+    if (!t) return make_error(ErrorCode::kNotFound, "model: tensor '{}' not found", name);
+    if (!std::equal(t->dims.begin(), t->dims.end(), dims.begin(), dims.end()))
+      return make_error(ErrorCode::kFormat, "model: tensor '{}' has shape [{}], expected [{}]", name,
+                        fmt::join(t->dims, ", "), fmt::join(dims, ", "));
+    if (!dtype_traits(t->raw_type))
+      return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has unknown type {}", name, t->raw_type);
+    return t;
+  }
+
+  Result<cpu::WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out) {
+    TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in, n_out}));
+    if (!dtype_info(t->type).computable || !dtype_has_row_conversion(t->type))
+      return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, which tally cannot compute with",
+                        name, dtype_name(t->type));
+    const auto row_bytes = dtype_row_bytes_checked(t->raw_type, n_in);
+    if (!row_bytes || static_cast<uint64_t>(*row_bytes) * n_out > t->n_bytes)
+      return make_error(ErrorCode::kFormat, "model: tensor '{}' ({}, [{}, {}]) does not fit its {} bytes", name,
+                        dtype_name(t->type), n_in, n_out, t->n_bytes);
+    w_.mapped_bytes += *row_bytes * n_out;
+    return cpu::WeightMatrix{t->type, n_in, n_out, t->data, *row_bytes};
+  }
+
+  // An f32 vector of n values: a view when stored as aligned f32, else converted.
+  Result<std::span<const float>> vector(const std::string& name, int64_t n) {
+    TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n}));
+    if (t->type != DType::kF32 && t->type != DType::kF16 && t->type != DType::kBF16)
+      return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, expected f32, f16 or bf16", name,
+                        dtype_name(t->type));
+    if (t->n_bytes < static_cast<uint64_t>(dtype_row_bytes(t->type, n)))
+      return make_error(ErrorCode::kFormat, "model: tensor '{}' does not fit its {} bytes", name, t->n_bytes);
+    if (t->type == DType::kF32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
+      w_.mapped_bytes += n * 4;
+      return std::span<const float>(reinterpret_cast<const float*>(t->data), n);
+    }
+    std::vector<float>& out = w_.owned.emplace_back(n);
+    if (t->type == DType::kF32)
+      std::memcpy(out.data(), t->data, n * sizeof(float));
+    else
+      dequantize_row(t->type, t->data, out.data(), n);
+    w_.owned_bytes += n * 4;
+    return std::span<const float>(out);
+  }
+
+ private:
+  const io::GgufFile& gguf_;
+  ModelWeights& w_;
+};
+
+Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
+  const auto name = [i](std::string_view what) { return fmt::format("blk.{}.{}", i, what); };
+  LayerWeights l;
+  TALLY_ASSIGN_OR_RETURN(l.attn_norm, b.vector(name("attn_norm.weight"), c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(l.wq, b.matrix(name("attn_q.weight"), c.n_embd, c.q_dim()));
+  TALLY_ASSIGN_OR_RETURN(l.wk, b.matrix(name("attn_k.weight"), c.n_embd, c.kv_dim()));
+  TALLY_ASSIGN_OR_RETURN(l.wv, b.matrix(name("attn_v.weight"), c.n_embd, c.kv_dim()));
+  if (c.arch->qkv_bias) {
+    TALLY_ASSIGN_OR_RETURN(l.bq, b.vector(name("attn_q.bias"), c.q_dim()));
+    TALLY_ASSIGN_OR_RETURN(l.bk, b.vector(name("attn_k.bias"), c.kv_dim()));
+    TALLY_ASSIGN_OR_RETURN(l.bv, b.vector(name("attn_v.bias"), c.kv_dim()));
+  }
+  TALLY_ASSIGN_OR_RETURN(l.wo, b.matrix(name("attn_output.weight"), c.q_dim(), c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(l.ffn_norm, b.vector(name("ffn_norm.weight"), c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name("ffn_gate.weight"), c.n_embd, c.n_ff));
+  TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name("ffn_up.weight"), c.n_embd, c.n_ff));
+  TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name("ffn_down.weight"), c.n_ff, c.n_embd));
+  return l;
+}
+
+}  // namespace
+
+Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c) {
+  ModelWeights w;
+  Binder b(gguf, w);
+  TALLY_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_embd, c.n_vocab));
+  TALLY_ASSIGN_OR_RETURN(w.output_norm, b.vector("output_norm.weight", c.n_embd));
+  if (c.tied_output) {
+    w.output = w.token_embd;
+  } else {
+    TALLY_ASSIGN_OR_RETURN(w.output, b.matrix("output.weight", c.n_embd, c.n_vocab));
+  }
+  if (c.has_rope_freqs) {
+    TALLY_ASSIGN_OR_RETURN(w.rope_freqs, b.vector("rope_freqs.weight", c.rope_dim / 2));
+    for (float f : w.rope_freqs)
+      if (!(f > 0.0f) || !std::isfinite(f))
+        return make_error(ErrorCode::kFormat, "model: tensor 'rope_freqs.weight' holds {}, expected positive factors", f);
+  }
+  w.layers.reserve(c.n_layers);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    TALLY_ASSIGN_OR_RETURN(LayerWeights l, bind_layer(b, c, i));
+    w.layers.push_back(l);
+  }
+  return w;
+}
+
+}  // namespace tally

@@ -1,0 +1,46 @@
+// The weights of a model bound to their tensors in the GGUF: matrices are views into the
+// mapped file (no copy, any computable type); norm and bias vectors are f32 views, or owned f32
+// copies when the file stores them as f16/bf16 (or unaligned). Every tensor's type and shape is
+// checked against the config when binding.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "base/status.h"
+#include "io/gguf.h"
+#include "model/model_config.h"
+
+namespace tally {
+
+struct LayerWeights {
+  std::span<const float> attn_norm;  // [n_embd]
+  cpu::WeightMatrix wq;              // [q_dim][n_embd]
+  cpu::WeightMatrix wk;              // [kv_dim][n_embd]
+  cpu::WeightMatrix wv;              // [kv_dim][n_embd]
+  std::span<const float> bq;         // [q_dim]; empty unless the arch has qkv biases
+  std::span<const float> bk;         // [kv_dim]
+  std::span<const float> bv;         // [kv_dim]
+  cpu::WeightMatrix wo;              // [n_embd][q_dim]
+  std::span<const float> ffn_norm;   // [n_embd]
+  cpu::WeightMatrix w_gate;          // [n_ff][n_embd]
+  cpu::WeightMatrix w_up;            // [n_ff][n_embd]
+  cpu::WeightMatrix w_down;          // [n_embd][n_ff]
+};
+
+struct ModelWeights {
+  cpu::WeightMatrix token_embd;       // [n_vocab][n_embd], read a row at a time
+  std::span<const float> output_norm;  // [n_embd]
+  cpu::WeightMatrix output;           // [n_vocab][n_embd]; == token_embd when tied
+  std::span<const float> rope_freqs;  // [rope_dim/2] frequency divisors, or empty
+  std::vector<LayerWeights> layers;
+  std::vector<std::vector<float>> owned;  // storage of converted vectors (spans point here)
+  int64_t mapped_bytes = 0;               // bytes viewed in the file
+  int64_t owned_bytes = 0;                // bytes converted into memory
+};
+
+Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& config);
+
+}  // namespace tally

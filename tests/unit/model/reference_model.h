@@ -1,0 +1,40 @@
+// An independent reference forward for the tests, in the manner of llama2.c's run.c: plain
+// scalar loops, one token at a time, its own contiguous KV cache, fp32 sequential sums. It
+// reads the weights straight from the GGUF by tensor name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/gguf.h"
+
+namespace tally_test {
+
+struct RefSpec {
+  int dim = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_size = 0, vocab = 0;
+  float eps = 1e-5f;
+  float freq_base = 10000.0f;
+  bool neox = false;    // rope pairs (i, i + head_size/2) instead of (2i, 2i + 1)
+  bool biases = false;  // q, k, v biases
+  bool tied = false;    // logits from token_embd.weight
+};
+
+class RefModel {
+ public:
+  RefModel(const tally::io::GgufFile& gguf, const RefSpec& spec, int max_seq);
+  // Logits [vocab] of `token` at `pos` (positions must come in order 0, 1, 2, ...).
+  std::vector<float> step(int token, int pos);
+
+ private:
+  std::vector<float> tensor(const std::string& name) const;
+  std::vector<float> matvec(const std::vector<float>& w, const std::vector<float>& x, int n_out) const;
+  void rope(float* vec, int n_heads, int pos) const;
+  void attend(int layer, int pos, const std::vector<float>& q, std::vector<float>& out) const;
+
+  const tally::io::GgufFile& gguf_;
+  RefSpec s_;
+  int max_seq_;
+  std::vector<std::vector<float>> k_cache_, v_cache_;  // [layer][pos][kv_dim]
+};
+
+}  // namespace tally_test

@@ -1,0 +1,90 @@
+#include "tiny_model.h"
+
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "tensor/quantize.h"
+
+namespace tally_test {
+
+namespace {
+
+using tally::DType;
+
+class Builder {
+ public:
+  Builder(const TinySpec& s) : s_(s), rng_(s.seed) {}
+
+  void key_u32(const std::string& suffix, uint32_t v) {
+    if (!s_.skip_keys.count(suffix)) w_.set_u32(s_.arch + "." + suffix, v);
+  }
+  void key_f32(const std::string& suffix, float v) {
+    if (!s_.skip_keys.count(suffix)) w_.set_f32(s_.arch + "." + suffix, v);
+  }
+  void tensor(const std::string& name, DType type, std::vector<int64_t> dims, float mean, float stddev) {
+    if (s_.skip_tensors.count(name)) return;
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::normal_distribution<float> dist(mean, stddev);
+    std::vector<float> values(n);
+    for (auto& v : values) v = dist(rng_);
+    std::vector<uint8_t> bytes(tally::dtype_row_bytes(type, n));
+    tally::quantize_row(type, values.data(), bytes.data(), n);
+    const auto st = w_.add_tensor(name, type, dims, bytes);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+  }
+  void matrix(const std::string& name, int64_t n_in, int64_t n_out) {
+    tensor(name, DType::kF32, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
+  }
+  tally::io::GgufWriter& writer() { return w_; }
+
+ private:
+  const TinySpec& s_;
+  std::mt19937 rng_;
+  tally::io::GgufWriter w_;
+};
+
+}  // namespace
+
+std::vector<uint8_t> make_tiny_gguf(const TinySpec& s) {
+  Builder b(s);
+  b.writer().set_string("general.architecture", s.arch);
+  b.key_u32("context_length", static_cast<uint32_t>(s.context_length));
+  b.key_u32("embedding_length", static_cast<uint32_t>(s.n_embd));
+  b.key_u32("feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  b.key_u32("block_count", static_cast<uint32_t>(s.n_layers));
+  b.key_u32("attention.head_count", static_cast<uint32_t>(s.n_heads));
+  b.key_u32("attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
+  b.key_u32("attention.key_length", static_cast<uint32_t>(s.head_dim));
+  b.key_u32("rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  b.key_f32("rope.freq_base", s.freq_base);
+  b.key_f32("attention.layer_norm_rms_epsilon", s.eps);
+  if (s.extra) s.extra(b.writer());
+
+  const int64_t q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
+  b.tensor("token_embd.weight", DType::kF32, {s.n_embd, s.n_vocab}, 0.0f, 1.0f);
+  b.tensor("output_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.1f);
+  if (!s.tied) b.matrix("output.weight", s.n_embd, s.n_vocab);
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    b.tensor(p + "attn_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.1f);
+    b.matrix(p + "attn_q.weight", s.n_embd, q_dim);
+    b.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
+    b.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    if (s.biases) {
+      b.tensor(p + "attn_q.bias", s.vector_type, {q_dim}, 0.0f, 0.2f);
+      b.tensor(p + "attn_k.bias", s.vector_type, {kv_dim}, 0.0f, 0.2f);
+      b.tensor(p + "attn_v.bias", s.vector_type, {kv_dim}, 0.0f, 0.2f);
+    }
+    b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    b.tensor(p + "ffn_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.1f);
+    b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+    b.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+  }
+  return b.writer().to_bytes();
+}
+
+}  // namespace tally_test

@@ -1,0 +1,40 @@
+// Small random llama-family models written as GGUF bytes in memory (for tests that need a
+// model other than stories260K, or a broken one).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/gguf_writer.h"
+#include "tensor/dtype.h"
+
+namespace tally_test {
+
+struct TinySpec {
+  std::string arch = "llama";
+  int64_t n_vocab = 40;
+  int64_t n_embd = 32;
+  int64_t n_ff = 48;
+  int64_t n_layers = 2;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 2;
+  int64_t head_dim = 8;
+  int64_t context_length = 256;
+  float freq_base = 10000.0f;
+  float eps = 1e-5f;
+  bool biases = false;      // blk.N.attn_{q,k,v}.bias
+  bool tied = false;        // no output.weight
+  tally::DType vector_type = tally::DType::kF32;  // of norms and biases
+  uint32_t seed = 1;
+  std::set<std::string> skip_keys;     // metadata keys (without the arch prefix) left out
+  std::set<std::string> skip_tensors;  // tensors left out
+  std::function<void(tally::io::GgufWriter&)> extra;  // more keys or tensors
+};
+
+// GGUF v3 bytes of a model with N(0, 1/n_in) matrices, norms near 1 and small biases.
+std::vector<uint8_t> make_tiny_gguf(const TinySpec& spec);
+
+}  // namespace tally_test
