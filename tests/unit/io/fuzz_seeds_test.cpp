@@ -1,10 +1,12 @@
 // The fuzzers' seed corpora are valid inputs (a broken seed would waste the fuzzer's time
 // rediscovering the format).
+#include <cstring>
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "io/gguf.h"
+#include "io/llama2c.h"
 #include "support/test_data.h"
 
 namespace tally::io {
@@ -19,6 +21,25 @@ TEST(FuzzSeeds, EveryGgufSeedParses) {
     ++n;
   }
   EXPECT_GE(n, 4);
+}
+
+// Same framing as llama2c_fuzz.cpp: u32 checkpoint length, checkpoint, tokenizer.
+TEST(FuzzSeeds, EveryLlama2cSeedConverts) {
+  const std::string dir = tally_test::repo_path("tests/fuzz/corpus/llama2c");
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string bytes = tally_test::read_file(entry.path().string());
+    ASSERT_GE(bytes.size(), 4u);
+    uint32_t split = 0;
+    std::memcpy(&split, bytes.data(), 4);
+    ASSERT_LE(split, bytes.size() - 4);
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data()) + 4;
+    GgufWriter w;
+    const Status st = llama2c_to_gguf({data, split}, {data + split, bytes.size() - 4 - split}, {}, w);
+    EXPECT_TRUE(st.ok()) << entry.path() << ": " << st.to_string();
+    ++n;
+  }
+  EXPECT_GE(n, 2);
 }
 
 }  // namespace
