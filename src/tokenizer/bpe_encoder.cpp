@@ -9,11 +9,6 @@ namespace tally::tok {
 
 namespace {
 
-uint64_t pair_key(int32_t left, int32_t right) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-         static_cast<uint32_t>(right);
-}
-
 struct Symbol {
   int32_t id;  // -1: a byte the vocabulary cannot spell (never merges)
   int32_t prev;
@@ -73,15 +68,14 @@ Result<std::unique_ptr<BpeEncoder>> BpeEncoder::create(const VocabTables& vocab,
     const int32_t r = vocab.find(right);
     const int32_t result = vocab.find(joined);
     if (l < 0 || r < 0 || result < 0) continue;
-    enc->merges_.try_emplace(pair_key(l, r), Merge{static_cast<int32_t>(rank), result});
+    enc->merges_.insert(l, r, Merge{static_cast<int32_t>(rank), result});
   }
   return enc;
 }
 
 const BpeEncoder::Merge* BpeEncoder::find_merge(int32_t left, int32_t right) const {
   if (left < 0 || right < 0) return nullptr;
-  auto it = merges_.find(pair_key(left, right));
-  return it == merges_.end() ? nullptr : &it->second;
+  return merges_.find(left, right);
 }
 
 void BpeEncoder::encode(std::string_view text, std::vector<int32_t>& out) const {

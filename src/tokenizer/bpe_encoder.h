@@ -13,7 +13,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -52,7 +51,7 @@ class BpeEncoder {
   bool ignore_merges_;
   int32_t unk_id_;
   std::array<int32_t, 256> byte_ids_{};          // token spelling each byte, -1 if none
-  std::unordered_map<uint64_t, Merge> merges_;   // (left id << 32 | right id) -> merge
+  PairIndex<Merge> merges_;                      // (left id, right id) -> merge
 };
 
 }  // namespace tally::tok

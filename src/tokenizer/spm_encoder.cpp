@@ -56,7 +56,7 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   std::vector<Symbol> symbols;
   symbols.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
-    const auto n = static_cast<uint32_t>(utf8_lead_length(text, pos));
+    const auto n = static_cast<uint32_t>(utf8_char_length(text, pos));
     const auto index = static_cast<int32_t>(symbols.size());
     symbols.push_back({static_cast<uint32_t>(pos), n, index - 1, index + 1,
                        mergeable_id(text.substr(pos, n))});

@@ -22,7 +22,9 @@ class SpmEncoder {
   SpmEncoder(const VocabTables& vocab, int32_t unk_id);
 
   // `text` is already escaped (spaces as U+2581, any prefix added). Appends the ids to `out`.
-  // Invalid UTF-8 is fine: stray bytes become one-byte symbols and fall back to byte tokens.
+  // Invalid UTF-8 is fine: each byte of an ill-formed sequence is a symbol of its own and
+  // falls back to its byte token. (llama.cpp sizes symbols by the lead byte alone, so a bad
+  // lead byte swallows the next bytes; the two agree on valid UTF-8.)
   void encode(std::string_view text, std::vector<int32_t>& out) const;
 
  private:

@@ -45,10 +45,9 @@ Utf8Step utf8_step(std::string_view s, size_t pos) {
   return {Utf8Step::kValid, info.length, cp};
 }
 
-size_t utf8_lead_length(std::string_view s, size_t pos) {
-  static constexpr uint8_t kByHighNibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  const size_t n = kByHighNibble[static_cast<uint8_t>(s[pos]) >> 4];
-  return n < s.size() - pos ? n : s.size() - pos;
+size_t utf8_char_length(std::string_view s, size_t pos) {
+  const Utf8Step step = utf8_step(s, pos);
+  return step.kind == Utf8Step::kValid ? step.length : 1;
 }
 
 std::string utf8_sanitize(std::string_view s, bool per_byte) {

@@ -1,6 +1,5 @@
 // UTF-8 helpers for the tokenizers: strict decoding (RFC 3629: no overlongs, no surrogates,
-// nothing above U+10FFFF), replacement of ill-formed bytes by U+FFFD, and the lead-byte
-// length rule that SentencePiece-style splitting uses on raw (possibly invalid) text.
+// nothing above U+10FFFF) and replacement of ill-formed bytes by U+FFFD.
 #pragma once
 
 #include <cstddef>
@@ -28,9 +27,9 @@ struct Utf8Step {
 // subparts as Unicode's "U+FFFD substitution of maximal subparts" recommends.
 Utf8Step utf8_step(std::string_view s, size_t pos);
 
-// Bytes a character takes judging by its lead byte alone (1 for continuation and invalid
-// bytes), clamped to what is left: how llama.cpp's SPM splits raw text into symbols.
-size_t utf8_lead_length(std::string_view s, size_t pos);
+// Bytes of the character at s[pos]: its length if well-formed, else 1 (each byte of an
+// ill-formed sequence stands alone).
+size_t utf8_char_length(std::string_view s, size_t pos);
 
 // `s` with every ill-formed subpart replaced by U+FFFD (valid input is returned unchanged).
 // `per_byte`: one U+FFFD per invalid byte (llama.cpp's BPE input rule) rather than one per
