@@ -1,0 +1,203 @@
+#include "kv/kv_cache_manager.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+
+namespace tally {
+
+Status KvCacheManager::validate(const KvCacheConfig& config) {
+  if (config.n_blocks < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "kv: {} blocks (must be >= 0)",
+                      config.n_blocks);
+  }
+  if (config.block_size <= 0) {
+    return make_error(ErrorCode::kInvalidArgument, "kv: block size {} (must be > 0)",
+                      config.block_size);
+  }
+  if (!(config.watermark >= 0.0 && config.watermark < 1.0)) {
+    return make_error(ErrorCode::kInvalidArgument, "kv: watermark {} (must be in [0, 1))",
+                      config.watermark);
+  }
+  return Status::ok_status();
+}
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config)
+    : pool_(config.n_blocks),
+      block_size_(config.block_size),
+      watermark_blocks_(static_cast<int32_t>(config.watermark * config.n_blocks)) {
+  const Status valid = validate(config);
+  TALLY_CHECK(valid.ok(), "{}", valid.to_string());
+}
+
+double KvCacheManager::usage() const {
+  return n_blocks() == 0 ? 0.0 : static_cast<double>(n_used_blocks()) / n_blocks();
+}
+
+int32_t KvCacheManager::blocks_for(int64_t n_tokens) const {
+  return static_cast<int32_t>((n_tokens + block_size_ - 1) / block_size_);
+}
+
+const KvCacheManager::Seq* KvCacheManager::find(SeqId seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+KvCacheManager::Seq& KvCacheManager::get(SeqId seq) {
+  auto it = seqs_.find(seq);
+  TALLY_CHECK(it != seqs_.end(), "kv: unknown sequence {}", seq);
+  return it->second;
+}
+
+int32_t KvCacheManager::num_tokens(SeqId seq) const {
+  const Seq* s = find(seq);
+  return s ? s->n_tokens : 0;
+}
+
+std::span<const BlockId> KvCacheManager::block_table(SeqId seq) const {
+  const Seq* s = find(seq);
+  if (!s) return {};
+  return s->blocks;
+}
+
+int32_t KvCacheManager::shared_write_block(const Seq& s) const {
+  // Only blocks holding tokens are ever shared (fork copies no reservation), and of those only
+  // the last, partly filled one can still be written.
+  const int32_t index = s.n_tokens / block_size_;
+  if (index >= static_cast<int32_t>(s.blocks.size())) return -1;
+  return pool_.ref_count(s.blocks[index]) > 1 ? index : -1;
+}
+
+int32_t KvCacheManager::blocks_needed(SeqId seq, int32_t n_tokens) const {
+  TALLY_CHECK(n_tokens >= 0, "kv: append of {} tokens", n_tokens);
+  if (n_tokens == 0) return 0;
+  const Seq* s = find(seq);
+  if (!s) return blocks_for(n_tokens);
+  const int32_t have = static_cast<int32_t>(s->blocks.size());
+  const int32_t grow = std::max(0, blocks_for(int64_t{s->n_tokens} + n_tokens) - have);
+  return grow + (shared_write_block(*s) >= 0 ? 1 : 0);
+}
+
+bool KvCacheManager::can_append(SeqId seq, int32_t n_tokens) const {
+  return blocks_needed(seq, n_tokens) <= pool_.n_free();
+}
+
+bool KvCacheManager::can_admit(SeqId seq, int32_t n_tokens) const {
+  return blocks_needed(seq, n_tokens) <= pool_.n_free() - watermark_blocks_;
+}
+
+Status KvCacheManager::append(SeqId seq, int32_t n_tokens, std::vector<BlockCopy>& copies) {
+  const int32_t needed = blocks_needed(seq, n_tokens);
+  if (needed > pool_.n_free()) {
+    return make_error(ErrorCode::kOutOfMemory,
+                      "kv: sequence {} needs {} blocks for {} more tokens, {} of {} free", seq,
+                      needed, n_tokens, pool_.n_free(), pool_.n_blocks());
+  }
+  // From here on nothing can fail: the pool holds `needed` blocks.
+  Seq& s = seqs_[seq];
+  if (n_tokens == 0) return Status::ok_status();
+  const int32_t cow = shared_write_block(s);
+  if (cow >= 0) {
+    const BlockId src = s.blocks[cow];
+    const BlockId dst = *pool_.alloc();
+    pool_.unref(src);  // still held by the other sharers
+    s.blocks[cow] = dst;
+    copies.push_back({seq, cow, src, dst});
+  }
+  const int32_t want = blocks_for(int64_t{s.n_tokens} + n_tokens);
+  while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(*pool_.alloc());
+  s.n_tokens += n_tokens;
+  n_seq_tokens_ += n_tokens;
+  return Status::ok_status();
+}
+
+bool KvCacheManager::can_reserve(SeqId seq, int32_t capacity_tokens) const {
+  const Seq* s = find(seq);
+  const int32_t have = s ? static_cast<int32_t>(s->blocks.size()) : 0;
+  return std::max(0, blocks_for(capacity_tokens) - have) <= pool_.n_free();
+}
+
+Status KvCacheManager::reserve(SeqId seq, int32_t capacity_tokens) {
+  if (!can_reserve(seq, capacity_tokens)) {
+    return make_error(ErrorCode::kOutOfMemory,
+                      "kv: sequence {} cannot reserve {} tokens ({} blocks), {} of {} free",
+                      seq, capacity_tokens, blocks_for(capacity_tokens), pool_.n_free(),
+                      pool_.n_blocks());
+  }
+  Seq& s = seqs_[seq];
+  const int32_t want = blocks_for(capacity_tokens);
+  while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(*pool_.alloc());
+  return Status::ok_status();
+}
+
+void KvCacheManager::fork(SeqId parent, SeqId child) {
+  TALLY_CHECK(!contains(child), "kv: fork into existing sequence {}", child);
+  const Seq& p = get(parent);
+  Seq c;
+  c.n_tokens = p.n_tokens;
+  c.blocks.assign(p.blocks.begin(), p.blocks.begin() + blocks_for(p.n_tokens));
+  for (BlockId b : c.blocks) pool_.ref(b);
+  n_seq_tokens_ += c.n_tokens;
+  seqs_.emplace(child, std::move(c));
+}
+
+void KvCacheManager::truncate(SeqId seq, int32_t n_tokens) {
+  Seq& s = get(seq);
+  TALLY_CHECK(n_tokens >= 0 && n_tokens <= s.n_tokens,
+              "kv: truncate sequence {} to {} tokens, it has {}", seq, n_tokens, s.n_tokens);
+  const int32_t keep = blocks_for(n_tokens);
+  // Last block first, so the blocks nearest the prompt's start stay in the pool longest.
+  while (static_cast<int32_t>(s.blocks.size()) > keep) {
+    pool_.unref(s.blocks.back());
+    s.blocks.pop_back();
+  }
+  n_seq_tokens_ -= s.n_tokens - n_tokens;
+  s.n_tokens = n_tokens;
+}
+
+void KvCacheManager::free(SeqId seq) {
+  Seq& s = get(seq);
+  // Reverse order: a sequence's tail is the least likely to be shared again (prefix cache).
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) pool_.unref(*it);
+  n_seq_tokens_ -= s.n_tokens;
+  seqs_.erase(seq);
+}
+
+Status KvCacheManager::check_invariants() const {
+  if (Status pool = pool_.check_invariants(); !pool.ok()) return pool;
+  std::vector<int32_t> holders(pool_.n_blocks(), 0);
+  std::vector<int64_t> last_holder(pool_.n_blocks(), -1);  // index of the table seen last
+  int64_t tokens = 0;
+  int64_t table = 0;
+  for (const auto& [id, s] : seqs_) {
+    ++table;
+    if (static_cast<int32_t>(s.blocks.size()) < blocks_for(s.n_tokens)) {
+      return make_error(ErrorCode::kInternal, "kv: sequence {} has {} tokens in {} blocks", id,
+                        s.n_tokens, s.blocks.size());
+    }
+    for (BlockId b : s.blocks) {
+      if (b < 0 || b >= pool_.n_blocks()) {
+        return make_error(ErrorCode::kInternal, "kv: sequence {} holds bad block {}", id, b);
+      }
+      if (last_holder[b] == table) {
+        return make_error(ErrorCode::kInternal, "kv: sequence {} holds block {} twice", id, b);
+      }
+      last_holder[b] = table;
+      ++holders[b];
+    }
+    tokens += s.n_tokens;
+  }
+  for (BlockId b = 0; b < pool_.n_blocks(); ++b) {
+    if (holders[b] != pool_.ref_count(b)) {
+      return make_error(ErrorCode::kInternal, "kv: block {} held by {} tables, count {}", b,
+                        holders[b], pool_.ref_count(b));
+    }
+  }
+  if (tokens != n_seq_tokens_) {
+    return make_error(ErrorCode::kInternal, "kv: sequences hold {} tokens, counter says {}",
+                      tokens, n_seq_tokens_);
+  }
+  return Status::ok_status();
+}
+
+}  // namespace tally
