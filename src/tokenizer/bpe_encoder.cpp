@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/utf8.h"
 
@@ -102,6 +103,7 @@ void BpeEncoder::encode_word(std::string_view word, Scratch& scratch,
       return;
     }
   }
+  TALLY_CHECK(word.size() < (size_t{1} << 31), "BPE word of {} bytes is too long", word.size());
   auto& sym = scratch.symbols;
   auto& heap = scratch.heap;
   sym.clear();

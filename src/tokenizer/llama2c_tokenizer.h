@@ -1,9 +1,7 @@
-// llama2.c's tokenizer.bin (as run.c reads it): int32 max_token_length, then per token a
-// float32 score, an int32 byte length and the bytes (no terminator); the token count is the
-// model's vocab_size. Converted to an SPM TokenizerVocab the way llama.cpp's
-// convert-llama2c-to-ggml does: spaces become U+2581, the "\n<s>\n" / "\n</s>\n" forms of
-// ids 1 and 2 become "<s>" / "</s>", <0xXX> are byte tokens, id 0 is unknown.
-// run.c's encoder then equals the SPM encoder with add_space_prefix (for non-empty text).
+// A Tokenizer vocabulary from llama2.c's tokenizer.bin, read by io's llama2.c importer (the
+// same conversion llama.cpp's convert-llama2c-to-ggml makes: U+2581 for spaces, "<s>"/"</s>"
+// for ids 1 and 2, byte and control types), with SPM defaults BOS 1, EOS 2, unknown 0,
+// add_bos and add_space_prefix. run.c's encoder equals the SPM encoder on it.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +13,8 @@
 
 namespace tally {
 
-// vocab_size 0: read tokens until the end of the bytes.
-Result<TokenizerVocab> parse_llama2c_tokenizer(std::span<const uint8_t> bytes,
-                                               int32_t vocab_size = 0);
-Result<TokenizerVocab> read_llama2c_tokenizer(const std::string& path, int32_t vocab_size = 0);
+// vocab_size: the model's (tokenizer.bin does not record it).
+Result<TokenizerVocab> parse_llama2c_tokenizer(std::span<const uint8_t> bytes, int32_t vocab_size);
+Result<TokenizerVocab> read_llama2c_tokenizer(const std::string& path, int32_t vocab_size);
 
 }  // namespace tally

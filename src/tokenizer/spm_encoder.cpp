@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/check.h"
 #include "tokenizer/utf8.h"
 
 namespace tally::tok {
@@ -53,6 +54,7 @@ int32_t SpmEncoder::mergeable_id(std::string_view s) const {
 
 void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
+  TALLY_CHECK(text.size() < (size_t{1} << 31), "SPM text of {} bytes is too long", text.size());
   std::vector<Symbol> symbols;
   symbols.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
