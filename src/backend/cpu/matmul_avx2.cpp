@@ -1,6 +1,112 @@
-// TEMPORARY: SIMD kernels being written; the scalar table stands in.
+// AVX2 + FMA + F16C kernels (built with those flags; called only after run-time dispatch).
+// Float weights: eight fma lanes per (row, token) exactly as matmul_scalar.cpp orders them,
+// four rows by two tokens at a time so each weight vector is loaded and converted once for
+// both tokens. Quantized weights: matmul_simd_quant.h with maddubs + madd integer dots.
+#include <immintrin.h>
+
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_simd_quant.h"
+#include "tensor/half.h"
 
 namespace tally::cpu::detail {
-const MatmulKernels& matmul_kernels_avx2() { return matmul_kernels_scalar(); }
+
+namespace {
+
+struct Avx2Dot {
+  // maddubs: u8 * s8 pairs into int16. No saturation for any weight type here: the largest
+  // pair is 2 * 128 * 127 (Q8_0 with |w| = 128 and activations within +-127).
+  static __m256i dot(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+  static __m256i dot_scaled(__m256i u, __m256i s, int lo, int hi) {
+    const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)),
+                                           _mm_set1_epi16(static_cast<int16_t>(lo)));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale);
+  }
+};
+
+struct LoadF32 {
+  static __m256 vec(const uint8_t* row, int64_t k) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+  }
+  static float at(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
+};
+struct LoadF16 {
+  static __m256 vec(const uint8_t* row, int64_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+  }
+  static float at(const uint8_t* row, int64_t k) {
+    return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+struct LoadBf16 {
+  static __m256 vec(const uint8_t* row, int64_t k) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+  static float at(const uint8_t* row, int64_t k) {
+    return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+
+// R weight rows x T tokens. x: token t at x + t * n. y: y[t * n_out + r].
+template <class Load, int R, int T>
+void float_block(const uint8_t* const* rows, const float* x, int64_t n, float* y, int64_t n_out) {
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const int64_t n8 = n & ~int64_t{7};
+  for (int64_t k = 0; k < n8; k += 8) {
+    __m256 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + t * n + k);
+    for (int r = 0; r < R; ++r) {
+      const __m256 wv = Load::vec(rows[r], k);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      float s = simd::reduce_acc(acc[r][t]);
+      for (int64_t k = n8; k < n; ++k) s = fma_f32(Load::at(rows[r], k), x[t * n + k], s);
+      y[t * n_out + r] = s;
+    }
+  }
+}
+
+template <class Load, int R>
+void float_rows(const MatmulTile& tile, int64_t o) {
+  const WeightMatrix& w = *tile.w;
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
+  const int64_t n_tokens = tile.acts->n_tokens;
+  int64_t t = 0;
+  for (; t + 2 <= n_tokens; t += 2)
+    float_block<Load, R, 2>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o, w.n_out);
+  if (t < n_tokens)
+    float_block<Load, R, 1>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o, w.n_out);
+}
+
+template <class Load>
+void tile_float(const MatmulTile& tile) {
+  int64_t o = tile.row_begin;
+  for (; o + 4 <= tile.row_end; o += 4) float_rows<Load, 4>(tile, o);
+  for (; o < tile.row_end; ++o) float_rows<Load, 1>(tile, o);
+}
+
+}  // namespace
+
+const MatmulKernels& matmul_kernels_avx2() {
+  static const MatmulKernels k = {
+      "avx2",
+      tile_float<LoadF32>,
+      tile_float<LoadF16>,
+      tile_float<LoadBf16>,
+      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q8_0Ops>>,
+      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q4_0Ops>>,
+      simd::tile_rows<simd::Q4KKernel<Avx2Dot>>,
+      simd::tile_rows<simd::Q6KKernel<Avx2Dot>>,
+  };
+  return k;
+}
+
 }  // namespace tally::cpu::detail

@@ -1,0 +1,73 @@
+// Matmul throughput: GB/s of weight bytes streamed for an n_out x n_in weight matrix against
+// n_tokens activation rows (n_tokens = 1 is decode's matvec, which is memory-bound).
+//   tally_matmul_bench --benchmark_filter='q4_0'      (TALLY_ISA=avx2|scalar lowers the path)
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "tensor/quantize.h"
+
+namespace tally::cpu {
+namespace {
+
+constexpr int64_t kRows = 4096, kCols = 4096;
+
+// One matrix per type, quantized once for all the benchmarks that use it.
+const std::vector<uint8_t>& weights(DType type) {
+  static std::map<DType, std::vector<uint8_t>> cache;
+  auto it = cache.find(type);
+  if (it != cache.end()) return it->second;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  std::vector<float> row(kCols);
+  const int64_t row_bytes = dtype_row_bytes(type, kCols);
+  std::vector<uint8_t> bytes(kRows * row_bytes);
+  for (int64_t o = 0; o < kRows; ++o) {
+    for (auto& v : row) v = normal(rng);
+    quantize_row(type, row.data(), bytes.data() + o * row_bytes, kCols);
+  }
+  return cache.emplace(type, std::move(bytes)).first->second;
+}
+
+void bm_matmul(benchmark::State& state, DType type) {
+  const int threads = static_cast<int>(state.range(0));
+  const int64_t n_tokens = state.range(1);
+  const auto& bytes = weights(type);
+  const WeightMatrix w{type, kCols, kRows, bytes.data(), dtype_row_bytes(type, kCols)};
+  std::vector<float> x(n_tokens * kCols, 0.5f), y(n_tokens * kRows);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  ThreadPool pool(threads);
+  matmul(w, x.data(), n_tokens, y.data(), pool);  // warm: scratch, caches, page faults
+  for (auto _ : state) {
+    matmul(w, x.data(), n_tokens, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double weight_bytes = static_cast<double>(bytes.size());
+  state.counters["GB/s"] = benchmark::Counter(weight_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(matmul_path_name());
+}
+
+void args(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2}) b->Args({threads, 1});
+  b->Args({2, 8});  // batched decode: the weights are still read once per call
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_CAPTURE(bm_matmul, q4_0, DType::kQ4_0)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q8_0, DType::kQ8_0)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, f16, DType::kF16)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q4_K, DType::kQ4_K)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q6_K, DType::kQ6_K)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, bf16, DType::kBF16)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, f32, DType::kF32)->Apply(args);
+
+}  // namespace
+}  // namespace tally::cpu
+
+BENCHMARK_MAIN();

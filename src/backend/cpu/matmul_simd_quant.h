@@ -1,0 +1,270 @@
+// Quantized-weight kernels on 256-bit integer vectors, shared by matmul_avx2.cpp and
+// matmul_avx512.cpp. Only those files include this (it needs AVX2 + FMA + F16C at compile
+// time). The integer dot of 32 u8 x s8 bytes comes from a policy class `Isa`:
+//   Isa::dot(u8, s8)                  -> int32x8 partial sums (maddubs+madd, or vpdpbusd)
+//   Isa::dot_scaled(u8, s8, lo, hi)   -> the same, elements 0..15 times lo, 16..31 times hi
+// Each file defines its policy in an anonymous namespace, so every template here is
+// instantiated once per file, with that file's compile flags (no shared out-of-line copy).
+//
+// The results follow the canonical order of matmul_kernels.h: integer dots are exact, and
+// block b enters float lane b % 8 through one fma, as in matmul_scalar.cpp.
+#pragma once
+
+#include <immintrin.h>
+
+#include "backend/cpu/matmul_kernels.h"
+#include "tensor/half.h"
+#include "tensor/quant_blocks.h"
+
+namespace tally::cpu::detail::simd {
+
+[[gnu::always_inline]] static inline __m256i load_i8x32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+[[gnu::always_inline]] static inline int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// The activation rows of up to kMaxTokens tokens that one kernel call serves: each weight
+// block is loaded and unpacked once for all of them.
+inline constexpr int kMaxTokens = 4;
+
+template <int T>
+struct TokenRows {
+  const int8_t* q[T];      // [n_in] each
+  const float* d[T];       // [n_in / block]
+  const int16_t* sums[T];  // per block (32-blocks) or per 16 (K-quants)
+};
+
+template <int T>
+[[gnu::always_inline]] static inline TokenRows<T> token_rows(const MatmulActs& a, int64_t t0,
+                                                             int64_t n, int64_t n_scales,
+                                                             int64_t n_sums) {
+  TokenRows<T> r;
+  for (int t = 0; t < T; ++t) {
+    r.q[t] = a.q + (t0 + t) * n;
+    r.d[t] = a.d + (t0 + t) * n_scales;
+    r.sums[t] = a.sums + (t0 + t) * n_sums;
+  }
+  return r;
+}
+
+struct Q8_0Ops {
+  using Block = BlockQ8_0;
+  static constexpr bool kMinus8 = false;
+  struct Unpacked {
+    __m256i abs_w, w;
+  };
+  [[gnu::always_inline]] static Unpacked unpack(const Block& b) {
+    const __m256i w = load_i8x32(b.qs);
+    return {_mm256_abs_epi8(w), w};
+  }
+  // u8 x s8 products: |w| times x with w's sign (|-128| is 128 as u8, still exact).
+  template <class Isa>
+  [[gnu::always_inline]] static __m256i dot(const Unpacked& u, const int8_t* x) {
+    return Isa::dot(u.abs_w, _mm256_sign_epi8(load_i8x32(x), u.w));
+  }
+};
+
+struct Q4_0Ops {
+  using Block = BlockQ4_0;
+  static constexpr bool kMinus8 = true;  // weights are q - 8: subtract 8 * sum(x) per block
+  struct Unpacked {
+    __m256i q;  // element i in byte i, 0..15
+  };
+  [[gnu::always_inline]] static Unpacked unpack(const Block& b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    return {_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(15))};
+  }
+  template <class Isa>
+  [[gnu::always_inline]] static __m256i dot(const Unpacked& u, const int8_t* x) {
+    return Isa::dot(u.q, load_i8x32(x));
+  }
+};
+
+// Blocks g .. g+cnt-1 (cnt <= 8) into lanes 0..cnt-1 of acc[t] for each token; missing blocks
+// count as 0 * 0, which leaves a lane unchanged (matmul_kernels.h). Inlined with cnt = 8 in
+// the main loop, so the tail handling folds away there.
+template <class Isa, class Ops, int T>
+[[gnu::always_inline]] static inline void block32_group(const typename Ops::Block* blocks,
+                                                        const TokenRows<T>& x, int64_t g, int cnt,
+                                                        __m256* acc) {
+  alignas(16) uint16_t dw[8];
+  __m256i pairs[T][4];  // hadd of the partial sums of blocks 2p and 2p+1
+  for (int p = 0; p < 4; ++p) {
+    __m256i v[2][T];
+    for (int h = 0; h < 2; ++h) {
+      const int i = 2 * p + h;
+      if (i < cnt) {
+        const auto& blk = blocks[g + i];
+        dw[i] = blk.d;
+        const auto u = Ops::unpack(blk);
+        for (int t = 0; t < T; ++t) v[h][t] = Ops::template dot<Isa>(u, x.q[t] + (g + i) * kQBlock);
+      } else {
+        dw[i] = 0;
+        for (int t = 0; t < T; ++t) v[h][t] = _mm256_setzero_si256();
+      }
+    }
+    for (int t = 0; t < T; ++t) pairs[t][p] = _mm256_hadd_epi32(v[0][t], v[1][t]);
+  }
+  const __m256 w_scale = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dw)));
+  for (int t = 0; t < T; ++t) {
+    const __m256i h0123 = _mm256_hadd_epi32(pairs[t][0], pairs[t][1]);
+    const __m256i h4567 = _mm256_hadd_epi32(pairs[t][2], pairs[t][3]);
+    // Lane i = total of block i: low-half sums plus high-half sums.
+    __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                                   _mm256_permute2x128_si256(h0123, h4567, 0x31));
+    __m256 x_scale;
+    __m256i sums = _mm256_setzero_si256();
+    if (cnt == 8) {
+      x_scale = _mm256_loadu_ps(x.d[t] + g);
+      if (Ops::kMinus8)
+        sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + g)));
+    } else {
+      alignas(32) float dx[8] = {};
+      alignas(16) int16_t sx[8] = {};
+      for (int i = 0; i < cnt; ++i) {
+        dx[i] = x.d[t][g + i];
+        sx[i] = x.sums[t][g + i];
+      }
+      x_scale = _mm256_load_ps(dx);
+      if (Ops::kMinus8) sums = _mm256_cvtepi16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sx)));
+    }
+    if (Ops::kMinus8) dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(sums, 3));
+    acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_scale, x_scale), _mm256_cvtepi32_ps(dot), acc[t]);
+  }
+}
+
+[[gnu::always_inline]] static inline float reduce_acc(__m256 acc) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  return lanes8_reduce(lanes);
+}
+
+template <class Isa, class Ops>
+struct Block32Kernel {
+  template <int T>
+  static void run(const uint8_t* row, const MatmulActs& a, int64_t t0, int64_t n, float* out) {
+    const auto* blocks = reinterpret_cast<const typename Ops::Block*>(row);
+    const int64_t nb = n / kQBlock;
+    const TokenRows<T> x = token_rows<T>(a, t0, n, nb, nb);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    int64_t g = 0;
+    for (; g + 8 <= nb; g += 8) block32_group<Isa, Ops, T>(blocks, x, g, 8, acc);
+    if (g < nb) block32_group<Isa, Ops, T>(blocks, x, g, static_cast<int>(nb - g), acc);
+    for (int t = 0; t < T; ++t) out[t] = reduce_acc(acc[t]);
+  }
+};
+
+template <class Isa>
+struct Q4KKernel {
+  template <int T>
+  static void run(const uint8_t* row, const MatmulActs& a, int64_t t0, int64_t n, float* out) {
+    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(row);
+    const int64_t nb = n / kQKBlock;
+    const TokenRows<T> x = token_rows<T>(a, t0, n, nb, n / kActSumGroup);
+    const __m256i m4 = _mm256_set1_epi8(15);
+    float lanes[T][8] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ4_K& blk = blocks[b];
+      int sc[8], m[8];
+      for (int j = 0; j < 8; ++j) q4k_scale_min(blk.scales, j, &sc[j], &m[j]);
+      __m256i acc[T];
+      for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_si256();
+      for (int g = 0; g < 4; ++g) {  // 32 bytes: low nibbles sub-block 2g, high 2g+1
+        const __m256i q = load_i8x32(blk.qs + 32 * g);
+        const __m256i lo = _mm256_and_si256(q, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xt = x.q[t] + b * kQKBlock + 64 * g;
+          acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(lo, load_i8x32(xt), sc[2 * g], sc[2 * g]));
+          acc[t] = _mm256_add_epi32(
+              acc[t], Isa::dot_scaled(hi, load_i8x32(xt + 32), sc[2 * g + 1], sc[2 * g + 1]));
+        }
+      }
+      const float w_d = f16_to_f32(blk.d), w_dmin = f16_to_f32(blk.dmin);
+      for (int t = 0; t < T; ++t) {
+        const int16_t* sums = x.sums[t] + b * (kQKBlock / kActSumGroup);
+        int32_t min_dot = 0;
+        for (int j = 0; j < 8; ++j) min_dot += m[j] * (sums[2 * j] + sums[2 * j + 1]);
+        lanes[t][b % 8] = q4k_lane_update(lanes[t][b % 8], w_d, w_dmin, x.d[t][b], hsum_i32(acc[t]), min_dot);
+      }
+    }
+    for (int t = 0; t < T; ++t) out[t] = lanes8_reduce(lanes[t]);
+  }
+};
+
+template <class Isa>
+struct Q6KKernel {
+  template <int T>
+  static void run(const uint8_t* row, const MatmulActs& a, int64_t t0, int64_t n, float* out) {
+    const auto* blocks = reinterpret_cast<const BlockQ6_K*>(row);
+    const int64_t nb = n / kQKBlock;
+    const TokenRows<T> x = token_rows<T>(a, t0, n, nb, n / kActSumGroup);
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    float lanes[T][8] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ6_K& blk = blocks[b];
+      __m256i acc[T];
+      for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {  // halves of 128: quarters from ql's nibbles, qh's bit pairs
+        const int8_t* sc = blk.scales + 8 * h;
+        const __m256i qh = load_i8x32(blk.qh + 32 * h);
+        const __m256i ql0 = load_i8x32(blk.ql + 64 * h);
+        const __m256i ql1 = load_i8x32(blk.ql + 64 * h + 32);
+        // Byte-wise shifts through 16-bit lanes: the masks drop what crosses byte borders.
+        const __m256i q[4] = {
+            _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+            _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
+        };
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xt = x.q[t] + b * kQKBlock + 128 * h;
+          for (int k = 0; k < 4; ++k)
+            acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(q[k], load_i8x32(xt + 32 * k), sc[2 * k], sc[2 * k + 1]));
+        }
+      }
+      const float w_d = f16_to_f32(blk.d);
+      for (int t = 0; t < T; ++t) {
+        const int16_t* sums = x.sums[t] + b * (kQKBlock / kActSumGroup);
+        int32_t offset = 0;  // the weights are q - 32
+        for (int j = 0; j < 16; ++j) offset += blk.scales[j] * sums[j];
+        const int32_t dot = hsum_i32(acc[t]) - 32 * offset;
+        lanes[t][b % 8] = fma_f32(w_d * x.d[t][b], static_cast<float>(dot), lanes[t][b % 8]);
+      }
+    }
+    for (int t = 0; t < T; ++t) out[t] = lanes8_reduce(lanes[t]);
+  }
+};
+
+// Rows of the tile one by one, each against the tokens in groups of up to kMaxTokens (the row
+// stays in L1 meanwhile, so it is read from memory once per call).
+template <class Kernel>
+void tile_rows(const MatmulTile& tile) {
+  const WeightMatrix& w = *tile.w;
+  const MatmulActs& a = *tile.acts;
+  for (int64_t o = tile.row_begin; o < tile.row_end; ++o) {
+    const uint8_t* row = w.data + o * w.row_bytes;
+    float out[kMaxTokens];
+    int64_t t = 0;
+    for (; t + kMaxTokens <= a.n_tokens; t += kMaxTokens) {
+      Kernel::template run<kMaxTokens>(row, a, t, w.n_in, out);
+      for (int i = 0; i < kMaxTokens; ++i) tile.y[(t + i) * w.n_out + o] = out[i];
+    }
+    const int64_t left = a.n_tokens - t;
+    if (left == 3) Kernel::template run<3>(row, a, t, w.n_in, out);
+    if (left == 2) Kernel::template run<2>(row, a, t, w.n_in, out);
+    if (left == 1) Kernel::template run<1>(row, a, t, w.n_in, out);
+    for (int64_t i = 0; i < left; ++i) tile.y[(t + i) * w.n_out + o] = out[i];
+  }
+}
+
+}  // namespace tally::cpu::detail::simd
