@@ -1,0 +1,179 @@
+// The iteration-level scheduler: each step decides which sequences run and how many tokens
+// each computes, under a token budget and a sequence cap, and owns the KV block tables.
+//
+// One counter per sequence (num_computed) chases its known tokens (prompt + outputs). A step
+// gives a sequence 1 token when one is left (decoding) or a chunk of what is left (prefill,
+// or recompute after preemption): no prefill/decode modes. Order within a step:
+//   1. aborts are freed;
+//   2. running requests, most important first, each sequence its tokens; every sequence that
+//      needs exactly one token is promised it before any chunk takes the rest of the budget,
+//      so decodes keep flowing beside a long prefill. When the blocks for a request's tokens
+//      are short, the least important running request is preempted (recompute: its blocks are
+//      freed, its tokens kept, it goes back to the head of the queue), until they fit or only
+//      the request itself is left, which then preempts itself;
+//   3. if nobody was preempted, waiting requests are admitted in queue order while the budget,
+//      the sequence cap and the KV watermark allow (head-of-line: no skipping).
+// Importance ("order key", smaller first): priority with aging. With aging_steps = A > 0 the
+// key is priority * A + arrival step, so waiting A steps is worth one priority level and a
+// low-priority request cannot starve; A = 0 orders by priority alone. Ties go to the earlier
+// arrival. The queue serves preempted requests first, then by key.
+//
+// The static policy is the classic baseline: a batch of up to max_seqs requests is admitted
+// together only when the previous batch has completely finished, and each sample reserves
+// blocks for a whole context (max_model_len) at admission. Same output, same runner.
+//
+// Call schedule() then update() once per step, always in pairs (also for an empty output).
+// Thread rules: not thread-safe; the engine thread alone calls everything.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/kv_cache_manager.h"
+#include "sched/request.h"
+#include "sched/scheduler_output.h"
+
+namespace tally {
+
+enum class SchedulePolicy : uint8_t { kContinuous, kStatic };
+
+struct SchedulerConfig {
+  SchedulePolicy policy = SchedulePolicy::kContinuous;
+  int32_t max_batched_tokens = 2048;  // token budget of one step
+  int32_t max_seqs = 64;              // sequences (batch rows) running at once
+  int32_t max_model_len = 2048;       // context: prompt + output tokens of a sequence
+  int32_t max_waiting = 1024;         // queue limit: add_request() fails past it
+  int32_t aging_steps = 256;          // steps of waiting worth one priority level; 0 = off
+  KvCacheConfig kv;
+};
+
+inline constexpr TokenId kNoToken = -1;
+
+struct SchedulerEvent {
+  RequestId request_id = 0;
+  int32_t seq_index = 0;  // which sample
+  TokenId token = kNoToken;  // the token appended; kNoToken when the event only ends it
+  FinishReason finish = FinishReason::kNone;  // kNone while the sample goes on
+  bool request_done = false;  // the request's last sample ended: the scheduler forgot it
+};
+
+// Counters the engine exports.
+struct SchedulerStats {
+  int32_t n_running = 0;       // requests
+  int32_t n_running_seqs = 0;  // sequence slots they hold
+  int32_t n_waiting = 0;       // requests, preempted ones included
+  int64_t preemptions_total = 0;
+  int64_t steps = 0;
+  int32_t kv_used_blocks = 0;
+  int32_t kv_free_blocks = 0;
+  double kv_usage = 0.0;  // used blocks / all blocks
+  // Summed over steps (sampled when each step's blocks are allocated): tokens held by
+  // sequences, and slots in used blocks. Their ratio is the KV utilization a benchmark
+  // prints; sharing (n > 1) can push it past 1.
+  int64_t kv_tokens_stored = 0;
+  int64_t kv_tokens_reserved = 0;
+  double kv_utilization() const {
+    return kv_tokens_reserved == 0 ? 0.0
+                                   : static_cast<double>(kv_tokens_stored) / kv_tokens_reserved;
+  }
+};
+
+class Scheduler {
+ public:
+  static Status validate(const SchedulerConfig& config);
+  static Result<Scheduler> create(const SchedulerConfig& config);
+  Scheduler(Scheduler&&) noexcept = default;
+  Scheduler& operator=(Scheduler&&) noexcept = default;
+
+  // kInvalidArgument for a request that can never run (empty or too long a prompt, bad n or
+  // max_tokens, more KV than the whole pool, a duplicate id); kResourceExhausted when
+  // max_waiting requests already wait (back-pressure: try later).
+  Status add_request(RequestSpec spec);
+  // Marks the request; its blocks are freed, and its end reported, at the next schedule().
+  // kNotFound for an unknown or finished request. Aborting twice is fine.
+  Status abort_request(RequestId id);
+
+  // Fills `out` (cleared first, capacity kept) with this step's plan.
+  void schedule(SchedulerOutput& out);
+  SchedulerOutput schedule();
+  // `sampled[i]` is the token for out.samples[i]. Advances counters, appends tokens, applies
+  // stop rules, frees finished requests' blocks at once. `events` (cleared first) gets one
+  // event per sampled token plus the ends of requests aborted since the last update.
+  void update(const SchedulerOutput& out, std::span<const TokenId> sampled,
+              std::vector<SchedulerEvent>& events);
+  std::vector<SchedulerEvent> update(const SchedulerOutput& out,
+                                     std::span<const TokenId> sampled);
+
+  bool has_unfinished() const { return !requests_.empty(); }
+  const Request* find_request(RequestId id) const;  // nullptr once finished
+  SchedulerStats stats() const;
+  const KvCacheManager& kv() const { return kv_; }
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  explicit Scheduler(const SchedulerConfig& config);
+
+  struct WaitingOrder {
+    bool operator()(const Request* a, const Request* b) const;
+  };
+  struct RowRef {  // what scheduled row i of the last output is, for update()
+    Request* request;
+    Sequence* seq;
+  };
+  struct PlannedRow {
+    Sequence* seq;
+    int32_t n_tokens;
+  };
+
+  // scheduler.cpp: requests in and out of the queues.
+  int32_t worst_case_blocks(const RequestSpec& spec) const;
+  void make_running(Request& r);
+  void remove_running(Request& r);
+  void free_request_kv(Request& r, std::vector<SeqId>& freed);
+  void preempt(Request& r, SchedulerOutput& out);
+  void process_aborts(SchedulerOutput& out);
+  // scheduler_step.cpp: one step's plan.
+  template <typename Fn>
+  void for_each_schedulable(Request& r, Fn&& fn);
+  int32_t remaining(const Request& r, const Sequence& s) const;
+  int32_t count_decodes(Request& r);
+  void plan_request(Request& r, int32_t budget, int32_t reserved_after);
+  bool schedule_running(SchedulerOutput& out, int32_t& budget);
+  void admit_waiting(SchedulerOutput& out, int32_t& budget);
+  void admit_static_batch();
+  void emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t n_tokens,
+                int32_t& budget);
+  // scheduler_update.cpp: the step's results.
+  FinishReason finish_check(const Request& r, const Sequence& s, TokenId token) const;
+  void finish_sample(Request& r, Sequence& s, FinishReason why);
+  void fork_samples(Request& r);
+  void retire(Request& r);
+
+  SchedulerConfig config_;
+  KvCacheManager kv_;
+  std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
+  std::set<Request*, WaitingOrder> waiting_;
+  std::vector<Request*> running_;  // by (order_key, arrival): most important first
+  int32_t running_slots_ = 0;      // live samples of running requests (<= max_seqs)
+  std::vector<RequestId> pending_aborts_;
+  std::vector<SeqId> pending_freed_;          // reported by the next schedule()
+  std::vector<RequestId> pending_finished_;   // reported by the next schedule()
+  std::vector<SchedulerEvent> pending_events_;  // abort ends, reported by the next update()
+  std::vector<RowRef> rows_;          // [scheduled rows of the last output]
+  std::vector<PlannedRow> plan_;      // scratch of schedule_running()
+  std::vector<Request*> done_;        // scratch of update()
+  bool awaiting_update_ = false;
+  int64_t step_ = 0;
+  int64_t next_seq_id_ = 0;
+  int64_t next_arrival_ = 0;
+  int64_t preemptions_total_ = 0;
+  int64_t kv_tokens_stored_ = 0;
+  int64_t kv_tokens_reserved_ = 0;
+};
+
+}  // namespace tally

@@ -1,0 +1,18 @@
+#include "sched/scheduler_output.h"
+
+namespace tally {
+
+void SchedulerOutput::clear() {
+  step = 0;
+  scheduled.clear();
+  new_seqs.clear();
+  new_block_ids.clear();
+  block_copies.clear();
+  samples.clear();
+  freed_seq_ids.clear();
+  finished_request_ids.clear();
+  preempted_request_ids.clear();
+  n_tokens = 0;
+}
+
+}  // namespace tally

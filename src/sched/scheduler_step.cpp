@@ -1,0 +1,207 @@
+// One step's plan: running requests first (with preemption), then admissions.
+#include <algorithm>
+
+#include "base/check.h"
+#include "sched/scheduler.h"
+
+namespace tally {
+
+template <typename Fn>
+void Scheduler::for_each_schedulable(Request& r, Fn&& fn) {
+  if (r.in_carrier_stage()) {
+    fn(r.carrier);
+    return;
+  }
+  for (Sequence& s : r.samples) {
+    if (s.live()) fn(s);
+  }
+}
+
+int32_t Scheduler::remaining(const Request& r, const Sequence& s) const {
+  const int32_t target = &s == &r.carrier ? r.prompt_len() : r.known_tokens(s);
+  return target - s.num_computed;
+}
+
+int32_t Scheduler::count_decodes(Request& r) {
+  int32_t n = 0;
+  for_each_schedulable(r, [&](Sequence& s) { n += remaining(r, s) == 1 ? 1 : 0; });
+  return n;
+}
+
+void Scheduler::plan_request(Request& r, int32_t budget, int32_t reserved_after) {
+  // Sequences needing one token take it while any budget is left; a chunk takes what the
+  // budget holds beyond one token for every decode still to come (this request's and later
+  // ones'), so a long prefill never starves decodes.
+  plan_.clear();
+  int32_t own_decodes = count_decodes(r);
+  for_each_schedulable(r, [&](Sequence& s) {
+    const int32_t left = remaining(r, s);
+    TALLY_DCHECK(left >= 1, "request {} sequence {} has nothing to compute", r.spec.id, s.id);
+    int32_t n = 0;
+    if (left == 1) {
+      --own_decodes;
+      n = budget > 0 ? 1 : 0;
+    } else {
+      n = std::clamp(budget - reserved_after - own_decodes, 0, left);
+    }
+    if (n > 0) {
+      plan_.push_back({&s, n});
+      budget -= n;
+    }
+  });
+}
+
+bool Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
+  int32_t reserved = 0;  // decode tokens promised to requests not yet visited
+  for (Request* r : running_) reserved += count_decodes(*r);
+  bool preempted = false;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Request& r = *running_[i];
+    reserved -= count_decodes(r);
+    plan_request(r, budget, reserved);
+    if (plan_.empty()) continue;
+    // Summed per sequence, a block shared by several samples counts one copy each: at most
+    // one more than needed, and worst_case_blocks() counts the same way.
+    int32_t need = 0;
+    for (const PlannedRow& p : plan_) need += kv_.blocks_needed(p.seq->id, p.n_tokens);
+    while (need > kv_.n_free_blocks() && running_.back() != &r) {
+      Request& victim = *running_.back();
+      reserved -= count_decodes(victim);
+      preempt(victim, out);
+      preempted = true;
+    }
+    if (need > kv_.n_free_blocks()) {  // nobody less important is left
+      preempt(r, out);
+      preempted = true;
+      break;
+    }
+    for (const PlannedRow& p : plan_) emit_row(out, r, *p.seq, p.n_tokens, budget);
+  }
+  return preempted;
+}
+
+void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
+  while (budget > 0 && !waiting_.empty()) {
+    Request& r = **waiting_.begin();
+    if (running_slots_ + r.n_live > config_.max_seqs) break;
+    // The prompt-stage sequence: a carrier for n > 1, else sample 0 (recomputing its outputs
+    // too after a preemption). Either holds no blocks yet.
+    const bool carrier = r.spec.n > 1;
+    const int32_t todo = carrier ? r.prompt_len() : r.known_tokens(r.samples[0]);
+    int32_t n = std::min(todo, budget);
+    if (running_.empty()) {
+      // Alone, it always fits eventually: take what the pool holds, ignore the watermark.
+      n = static_cast<int32_t>(
+          std::min<int64_t>(n, int64_t{kv_.n_free_blocks()} * kv_.block_size()));
+      if (n <= 0) break;
+    } else if (kv_.blocks_for(n) > kv_.n_free_blocks() - kv_.watermark_blocks()) {
+      break;
+    }
+    waiting_.erase(waiting_.begin());
+    if (carrier) {
+      r.carrier = Sequence{};
+      r.carrier.id = next_seq_id_++;
+      r.carrier.index = -1;
+    }
+    make_running(r);
+    emit_row(out, r, carrier ? r.carrier : r.samples[0], n, budget);
+  }
+}
+
+void Scheduler::admit_static_batch() {
+  // The whole previous batch must be gone; then every member reserves a full context.
+  if (!running_.empty()) return;
+  const int32_t ctx_blocks = kv_.blocks_for(config_.max_model_len);
+  while (!waiting_.empty()) {
+    Request& r = **waiting_.begin();
+    if (running_slots_ + r.n_live > config_.max_seqs) break;
+    if (int64_t{r.n_live} * ctx_blocks > kv_.n_free_blocks()) break;
+    waiting_.erase(waiting_.begin());
+    for (Sequence& s : r.samples) {
+      if (!s.live()) continue;
+      const Status reserved = kv_.reserve(s.id, config_.max_model_len);
+      TALLY_CHECK(reserved.ok(), "{}", reserved.to_string());
+    }
+    make_running(r);
+  }
+}
+
+void Scheduler::emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t n_tokens,
+                         int32_t& budget) {
+  const size_t copies_before = out.block_copies.size();
+  const Status appended = kv_.append(s.id, n_tokens, out.block_copies);
+  TALLY_CHECK(appended.ok(), "planned append failed: {}", appended.to_string());
+  for (size_t c = copies_before; c < out.block_copies.size(); ++c) {
+    s.table_sent = std::min(s.table_sent, out.block_copies[c].logical_block);
+  }
+  const std::span<const BlockId> table = kv_.block_table(s.id);
+  ScheduledSeq row;
+  row.request_id = r.spec.id;
+  row.seq_id = s.id;
+  row.start = s.num_computed;
+  row.n_tokens = n_tokens;
+  if (!s.runner_knows) {
+    row.new_seq = static_cast<int32_t>(out.new_seqs.size());
+    NewSeq& ns = out.new_seqs.emplace_back();
+    ns.request_id = r.spec.id;
+    ns.seq_id = s.id;
+    ns.seq_index = s.index;
+    ns.tokens.reserve(r.known_tokens(s));
+    ns.tokens.assign(r.spec.prompt.begin(), r.spec.prompt.end());
+    ns.tokens.insert(ns.tokens.end(), s.output.begin(), s.output.end());
+    ns.block_table.assign(table.begin(), table.end());
+    s.runner_knows = true;
+  } else {
+    row.table_keep = s.table_sent;
+    row.new_blocks_begin = static_cast<int32_t>(out.new_block_ids.size());
+    row.new_blocks_count = static_cast<int32_t>(table.size()) - s.table_sent;
+    out.new_block_ids.insert(out.new_block_ids.end(), table.begin() + s.table_sent, table.end());
+  }
+  s.table_sent = static_cast<int32_t>(table.size());
+  const int32_t row_index = static_cast<int32_t>(out.scheduled.size());
+  out.scheduled.push_back(row);
+  rows_.push_back({&r, &s});
+  out.n_tokens += n_tokens;
+  budget -= n_tokens;
+
+  // A sequence samples when this step computes its last known token. The carrier's last
+  // prompt position feeds every sample that has no output yet.
+  const int32_t end = s.num_computed + n_tokens;
+  if (&s == &r.carrier) {
+    if (end != r.prompt_len()) return;
+    for (Sequence& sample : r.samples) {
+      if (sample.live() && sample.output.empty()) {
+        out.samples.push_back({row_index, r.spec.id, sample.id, sample.index});
+      }
+    }
+  } else if (end == r.known_tokens(s)) {
+    out.samples.push_back({row_index, r.spec.id, s.id, s.index});
+  }
+}
+
+void Scheduler::schedule(SchedulerOutput& out) {
+  TALLY_CHECK(!awaiting_update_, "schedule() called twice without update()");
+  out.clear();
+  out.step = step_;
+  rows_.clear();
+  out.freed_seq_ids.swap(pending_freed_);
+  out.finished_request_ids.swap(pending_finished_);
+  process_aborts(out);
+  int32_t budget = config_.max_batched_tokens;
+  if (config_.policy == SchedulePolicy::kStatic) admit_static_batch();
+  const bool preempted = schedule_running(out, budget);
+  // Admitting behind a preemption would hand the freed blocks to a newcomer.
+  if (!preempted && config_.policy == SchedulePolicy::kContinuous) admit_waiting(out, budget);
+  TALLY_DCHECK(static_cast<int32_t>(out.scheduled.size()) <= config_.max_seqs, "too many rows");
+  kv_tokens_stored_ += kv_.n_seq_tokens();
+  kv_tokens_reserved_ += kv_.n_used_slots();
+  awaiting_update_ = true;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  schedule(out);
+  return out;
+}
+
+}  // namespace tally

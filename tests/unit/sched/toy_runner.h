@@ -1,0 +1,226 @@
+// A stand-in for the runner and the model, for scheduler tests. It keeps per-sequence state
+// the way a real runner must (new sequences in full, block-table deltas, copies), stores in a
+// fake KV pool the token each slot holds, and before "sampling" reads every position of a row
+// back through its block table and checks that it is that sequence's history. Its model is a
+// hash of (request, sample, history), so a request's output is fixed by its own tokens alone:
+// toy_reference() computes it without any scheduler.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sched/scheduler.h"
+
+namespace tally_test {
+
+using tally::BlockId;
+using tally::RequestId;
+using tally::SeqId;
+using tally::TokenId;
+
+inline TokenId toy_model(RequestId request, int32_t sample, std::span<const TokenId> history,
+                         int32_t vocab) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(request) * 0x100000001b3ull;
+  h ^= static_cast<uint64_t>(sample) + 0x51ed27ull;
+  for (TokenId t : history) h = (h ^ static_cast<uint64_t>(t)) * 0x100000001b3ull;
+  h ^= h >> 29;
+  return static_cast<TokenId>(h % static_cast<uint64_t>(vocab));
+}
+
+// Each sample's output when the request runs on its own.
+inline std::vector<std::vector<TokenId>> toy_reference(const tally::RequestSpec& spec,
+                                                       int32_t max_model_len, int32_t vocab) {
+  std::vector<std::vector<TokenId>> outs(spec.n);
+  for (int32_t i = 0; i < spec.n; ++i) {
+    std::vector<TokenId> hist = spec.prompt;
+    for (;;) {
+      const TokenId t = toy_model(spec.id, i, hist, vocab);
+      outs[i].push_back(t);
+      hist.push_back(t);
+      bool stop = false;
+      for (TokenId s : spec.stop_token_ids) stop = stop || s == t;
+      if (stop || static_cast<int32_t>(outs[i].size()) >= spec.max_tokens ||
+          static_cast<int32_t>(hist.size()) >= max_model_len) {
+        break;
+      }
+    }
+  }
+  return outs;
+}
+
+class ToyRunner {
+ public:
+  ToyRunner(int32_t n_blocks, int32_t block_size, int32_t vocab)
+      : block_size_(block_size), vocab_(vocab), kv_(size_t(n_blocks) * block_size, -1) {}
+
+  size_t n_known_seqs() const { return seqs_.size(); }
+
+  // Runs one step; returns one token per sample slot. Fails the test on any broken contract.
+  std::vector<TokenId> step(const tally::SchedulerOutput& out) {
+    for (SeqId id : out.freed_seq_ids) seqs_.erase(id);
+    for (const tally::NewSeq& ns : out.new_seqs) {
+      EXPECT_EQ(seqs_.count(ns.seq_id), 0u) << "sequence " << ns.seq_id << " sent twice";
+      seqs_[ns.seq_id] = Seq{ns.tokens, ns.block_table};
+    }
+    for (const tally::ScheduledSeq& row : out.scheduled) {
+      if (row.new_seq >= 0) continue;
+      auto it = seqs_.find(row.seq_id);
+      if (it == seqs_.end()) {
+        ADD_FAILURE() << "delta for unknown sequence " << row.seq_id;
+        return {};
+      }
+      auto& table = it->second.table;
+      EXPECT_LE(row.table_keep, static_cast<int32_t>(table.size()));
+      table.resize(row.table_keep);
+      for (BlockId b : out.new_blocks(row)) table.push_back(b);
+    }
+    for (const tally::BlockCopy& c : out.block_copies) {
+      for (int32_t i = 0; i < block_size_; ++i) {
+        kv_[size_t(c.dst) * block_size_ + i] = kv_[size_t(c.src) * block_size_ + i];
+      }
+    }
+    // All rows write, then all read: a row clobbering another's slots shows up.
+    for (const tally::ScheduledSeq& row : out.scheduled) {
+      Seq& s = seqs_.at(row.seq_id);
+      EXPECT_LE(row.start + row.n_tokens, static_cast<int32_t>(s.tokens.size()));
+      for (int32_t p = row.start; p < row.start + row.n_tokens; ++p) *slot(s, p) = s.tokens[p];
+    }
+    std::vector<std::vector<TokenId>> read(out.scheduled.size());
+    for (size_t r = 0; r < out.scheduled.size(); ++r) {
+      const tally::ScheduledSeq& row = out.scheduled[r];
+      const Seq& s = seqs_.at(row.seq_id);
+      for (int32_t p = 0; p < row.start + row.n_tokens; ++p) {
+        const TokenId* at = slot(s, p);
+        if (!at || *at != s.tokens[p]) {
+          ADD_FAILURE() << "sequence " << row.seq_id << " position " << p << " reads "
+                        << (at ? *at : -2) << ", history has " << s.tokens[p];
+          return {};
+        }
+        read[r].push_back(*at);
+      }
+    }
+    std::vector<TokenId> sampled;
+    for (const tally::SampleSlot& slot : out.samples) {
+      const auto& hist = read.at(slot.row);
+      EXPECT_EQ(hist.size(), seqs_.at(out.scheduled[slot.row].seq_id).tokens.size())
+          << "sampled before the end of the known tokens";
+      sampled.push_back(toy_model(slot.request_id, slot.seq_index, hist, vocab_));
+    }
+    for (size_t k = 0; k < sampled.size(); ++k) {
+      auto it = seqs_.find(out.samples[k].seq_id);
+      if (it != seqs_.end()) it->second.tokens.push_back(sampled[k]);
+    }
+    return sampled;
+  }
+
+ private:
+  struct Seq {
+    std::vector<TokenId> tokens;
+    std::vector<BlockId> table;
+  };
+  TokenId* slot(const Seq& s, int32_t pos) {
+    const size_t block = size_t(pos) / block_size_;
+    if (block >= s.table.size()) return nullptr;
+    return &kv_[size_t(s.table[block]) * block_size_ + pos % block_size_];
+  }
+
+  int32_t block_size_;
+  int32_t vocab_;
+  std::unordered_map<SeqId, Seq> seqs_;
+  std::vector<TokenId> kv_;  // [n_blocks][block_size] token whose KV each slot holds
+};
+
+// Drives a scheduler with a ToyRunner, checking after every step the token budget, the
+// sequence cap, the KV invariants and that each sequence's KV counter matches its progress;
+// gathers each sample's output and end from the events.
+class ToyDriver {
+ public:
+  ToyDriver(tally::Scheduler& sched, int32_t vocab)
+      : sched_(sched),
+        runner_(sched.kv().n_blocks(), sched.kv().block_size(), vocab) {}
+
+  tally::Status add(const tally::RequestSpec& spec) {
+    tally::Status s = sched_.add_request(spec);
+    if (s.ok()) {
+      ids_.push_back(spec.id);
+      outputs[spec.id].assign(spec.n, {});
+      finish[spec.id].assign(spec.n, tally::FinishReason::kNone);
+    }
+    return s;
+  }
+
+  // One schedule/run/update round; `out` stays readable until the next step.
+  void step() {
+    std::vector<RequestId> running_before;
+    for (RequestId id : ids_) {
+      const tally::Request* r = sched_.find_request(id);
+      if (r && r->status == tally::RequestStatus::kRunning) running_before.push_back(id);
+    }
+    sched_.schedule(out);
+    if (!out.preempted_request_ids.empty()) {  // nobody is admitted behind a preemption
+      for (const auto& row : out.scheduled) {
+        EXPECT_NE(std::count(running_before.begin(), running_before.end(), row.request_id), 0)
+            << "request " << row.request_id << " admitted in a step with a preemption";
+      }
+    }
+    const auto& cfg = sched_.config();
+    EXPECT_LE(out.n_tokens, cfg.max_batched_tokens);
+    EXPECT_LE(static_cast<int32_t>(out.scheduled.size()), cfg.max_seqs);
+    int32_t sum = 0;
+    for (const auto& row : out.scheduled) {
+      EXPECT_GT(row.n_tokens, 0);
+      sum += row.n_tokens;
+    }
+    EXPECT_EQ(sum, out.n_tokens);
+    const std::vector<TokenId> sampled = runner_.step(out);
+    ASSERT_EQ(sampled.size(), out.samples.size());
+    sched_.update(out, sampled, events);
+    for (const auto& e : events) {
+      if (e.token != tally::kNoToken) outputs[e.request_id][e.seq_index].push_back(e.token);
+      if (e.finish != tally::FinishReason::kNone) finish[e.request_id][e.seq_index] = e.finish;
+      if (e.request_done) finished_order.push_back(e.request_id);
+    }
+    const tally::Status inv = sched_.kv().check_invariants();
+    ASSERT_TRUE(inv.ok()) << "step " << out.step << ": " << inv.to_string();
+    for (RequestId id : ids_) {
+      const tally::Request* r = sched_.find_request(id);
+      if (!r) continue;
+      for (const auto& s : r->samples) {
+        if (sched_.kv().contains(s.id)) {
+          ASSERT_EQ(sched_.kv().num_tokens(s.id), s.num_computed);
+        }
+      }
+    }
+    ++steps;
+  }
+
+  // Steps until no request is left; false when max_steps ran out first.
+  bool run(int64_t max_steps) {
+    while (sched_.has_unfinished() && steps < max_steps) {
+      step();
+      if (::testing::Test::HasFatalFailure()) return false;
+    }
+    return !sched_.has_unfinished();
+  }
+
+  const ToyRunner& runner() const { return runner_; }
+
+  tally::SchedulerOutput out;
+  std::vector<tally::SchedulerEvent> events;
+  std::unordered_map<RequestId, std::vector<std::vector<TokenId>>> outputs;
+  std::unordered_map<RequestId, std::vector<tally::FinishReason>> finish;
+  std::vector<RequestId> finished_order;
+  int64_t steps = 0;
+
+ private:
+  tally::Scheduler& sched_;
+  ToyRunner runner_;
+  std::vector<RequestId> ids_;
+};
+
+}  // namespace tally_test
