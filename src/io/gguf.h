@@ -4,6 +4,9 @@
 // and a bad file yields a Status naming the field and its byte offset.
 //
 // Strings and tensor data are views into the mapped bytes: valid while the GgufFile lives.
+// Limits tally adds to the format (array nesting depth, total metadata array elements, 1..4
+// dims, tensor names of at most 63 bytes, general.alignment a u32 power of two): see
+// io/gguf_parser.h. Tensors may not overlap; bytes after the last tensor are ignored.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +82,8 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t file_size() const { return bytes_.size(); }
+  // Start of the data section: the end of the tensor infos rounded up to alignment(). With no
+  // tensors the file may end before it (vocab-only files do).
   uint64_t data_offset() const { return data_offset_; }
 
   // Metadata in file order.
