@@ -89,7 +89,11 @@ Status GgufParser::read_number(GgufValue* out, std::string_view what) {
 Status GgufParser::read_string(std::string_view* out, std::string_view what) {
   const uint64_t at = pos_;
   uint64_t len = 0;
-  TALLY_RETURN_IF_ERROR(read(&len, fmt::format("{} length", what)));
+  if (remaining() < sizeof(len)) {  // checked here so the hot path formats no field name
+    return fail(at, fmt::format("{} length (8 bytes) runs past the end of the file ({} bytes)", what, bytes_.size()));
+  }
+  std::memcpy(&len, bytes_.data() + pos_, sizeof(len));
+  pos_ += sizeof(len);
   if (len > remaining()) {
     return fail(at, fmt::format("{} length {} exceeds the {} bytes left", what, len, remaining()));
   }
