@@ -9,7 +9,10 @@
 namespace tally {
 
 namespace {
-constexpr int kSpinIterations = 1 << 14;
+// Pause-spins before sleeping (workers) or yielding (the caller waiting for workers): long
+// enough to bridge the gap between two kernels of one step, short enough that an
+// oversubscribed machine (tests running in parallel) does not burn its time slices.
+constexpr int kSpinIterations = 1 << 11;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -80,7 +83,13 @@ void ThreadPool::run(int64_t n_tasks, FunctionRef<void(int64_t task, int thread)
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   work(0);
-  while (pending_workers_.load(std::memory_order_acquire) != 0) cpu_relax();
+  for (int i = 0; pending_workers_.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < kSpinIterations) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();  // a worker may need this core to finish
+    }
+  }
   job_ = nullptr;
 }
 

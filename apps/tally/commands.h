@@ -1,0 +1,18 @@
+// The subcommands of `tally`: each declares its flags once on a CLI11 app (name, default,
+// help — `--help` and docs/cli.md come from these) and returns a callable that runs it.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace tally::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_generate_command(CLI::App& app);
+Runner add_info_command(CLI::App& app);
+Runner add_tokenize_command(CLI::App& app);
+Runner add_convert_command(CLI::App& app);
+
+}  // namespace tally::cli

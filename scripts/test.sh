@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the release build, the same tests under ASan+UBSan, and each
+# libFuzzer target for a bounded time. This is what CI runs (.ci/run).
+#   FUZZ_SECONDS=60 (per target; 0 skips fuzzing)   JOBS=<ninja -j>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${JOBS:-$(nproc)}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+
+echo "== release build + tests"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$JOBS"
+ctest --preset release -j "$JOBS"
+
+echo "== ASan + UBSan build + tests"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --preset asan -j "$JOBS"
+
+if [[ "$FUZZ_SECONDS" != 0 && -x scripts/fuzz.sh ]]; then
+  echo "== fuzzing (${FUZZ_SECONDS}s per target)"
+  FUZZ_SECONDS="$FUZZ_SECONDS" scripts/fuzz.sh
+fi
+echo "== all tests passed"

@@ -1,0 +1,21 @@
+// Runs a command line through /bin/sh and captures stdout, stderr and the exit status: the
+// tests drive the real `tally` binary the way a user does.
+#pragma once
+
+#include <string>
+
+namespace tally_test {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+CommandResult run_command(const std::string& command_line);
+// Path of the built `tally` binary.
+std::string tally_binary();
+// Single-quotes a string for the shell.
+std::string shell_quote(const std::string& s);
+
+}  // namespace tally_test
