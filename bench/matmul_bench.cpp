@@ -1,8 +1,12 @@
 // Matmul throughput: GB/s of weight bytes streamed for an n_out x n_in weight matrix against
 // n_tokens activation rows (n_tokens = 1 is decode's matvec, which is memory-bound).
 //   tally_matmul_bench --benchmark_filter='q4_0'      (TALLY_ISA=avx2|scalar lowers the path)
+// TALLY_BENCH_ROWS=512 shrinks the matrix until it sits in cache: then GB/s measures the
+// kernels' arithmetic rather than memory.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <utility>
@@ -14,7 +18,11 @@
 namespace tally::cpu {
 namespace {
 
-constexpr int64_t kRows = 4096, kCols = 4096;
+constexpr int64_t kCols = 4096;
+const int64_t kRows = [] {
+  const char* rows = std::getenv("TALLY_BENCH_ROWS");
+  return rows ? std::max<int64_t>(1, std::atoll(rows)) : int64_t{4096};
+}();
 
 // One matrix per type, quantized once for all the benchmarks that use it.
 const std::vector<uint8_t>& weights(DType type) {

@@ -18,10 +18,8 @@ struct Avx2Dot {
   static __m256i dot(__m256i u, __m256i s) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
   }
-  static __m256i dot_scaled(__m256i u, __m256i s, int lo, int hi) {
-    const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)),
-                                           _mm_set1_epi16(static_cast<int16_t>(lo)));
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale);
+  static __m256i dot_scaled(__m256i u, __m256i s, __m256i scale16) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16);
   }
 };
 
@@ -73,24 +71,30 @@ void float_block(const uint8_t* const* rows, const float* x, int64_t n, float* y
   }
 }
 
+// Tokens [t0, t_end) against R rows from o.
 template <class Load, int R>
-void float_rows(const MatmulTile& tile, int64_t o) {
+void float_rows(const MatmulTile& tile, int64_t o, int64_t t0, int64_t t_end) {
   const WeightMatrix& w = *tile.w;
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
-  const int64_t n_tokens = tile.acts->n_tokens;
-  int64_t t = 0;
-  for (; t + 2 <= n_tokens; t += 2)
+  int64_t t = t0;
+  for (; t + 2 <= t_end; t += 2)
     float_block<Load, R, 2>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o, w.n_out);
-  if (t < n_tokens)
+  if (t < t_end)
     float_block<Load, R, 1>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o, w.n_out);
 }
 
+// Tokens in blocks of 8 (their f32 rows stay in L2) against the tile's rows, 4 at a time.
 template <class Load>
 void tile_float(const MatmulTile& tile) {
-  int64_t o = tile.row_begin;
-  for (; o + 4 <= tile.row_end; o += 4) float_rows<Load, 4>(tile, o);
-  for (; o < tile.row_end; ++o) float_rows<Load, 1>(tile, o);
+  constexpr int64_t kTokenBlock = 8;
+  const int64_t n_tokens = tile.acts->n_tokens;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
+    const int64_t t_end = t0 + kTokenBlock < n_tokens ? t0 + kTokenBlock : n_tokens;
+    int64_t o = tile.row_begin;
+    for (; o + 4 <= tile.row_end; o += 4) float_rows<Load, 4>(tile, o, t0, t_end);
+    for (; o < tile.row_end; ++o) float_rows<Load, 1>(tile, o, t0, t_end);
+  }
 }
 
 }  // namespace

@@ -16,9 +16,11 @@ struct VnniDot {
   static __m256i dot(__m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
   }
-  // Lanes 0..3 hold elements 0..15, lanes 4..7 elements 16..31.
-  static __m256i dot_scaled(__m256i u, __m256i s, int lo, int hi) {
-    return _mm256_mullo_epi32(dot(u, s), _mm256_set_m128i(_mm_set1_epi32(hi), _mm_set1_epi32(lo)));
+  // vpdpbusd's int32 lane i holds elements 4i..4i+3: scale it by int16 lane 2i of scale16
+  // (the scale of those elements; lanes 2i and 2i+1 are equal).
+  static __m256i dot_scaled(__m256i u, __m256i s, __m256i scale16) {
+    const __m256i scale32 = _mm256_srai_epi32(_mm256_slli_epi32(scale16, 16), 16);
+    return _mm256_mullo_epi32(dot(u, s), scale32);
   }
 };
 

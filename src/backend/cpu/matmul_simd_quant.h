@@ -2,7 +2,8 @@
 // matmul_avx512.cpp. Only those files include this (it needs AVX2 + FMA + F16C at compile
 // time). The integer dot of 32 u8 x s8 bytes comes from a policy class `Isa`:
 //   Isa::dot(u8, s8)                  -> int32x8 partial sums (maddubs+madd, or vpdpbusd)
-//   Isa::dot_scaled(u8, s8, lo, hi)   -> the same, elements 0..15 times lo, 16..31 times hi
+//   Isa::dot_scaled(u8, s8, scale)    -> the same, each pair of elements times its int16 lane
+//                                        of scale (lanes 0..7: elements 0..15, 8..15: 16..31)
 // Each file defines its policy in an anonymous namespace, so every template here is
 // instantiated once per file, with that file's compile flags (no shared out-of-line copy).
 //
@@ -76,9 +77,12 @@ struct Q4_0Ops {
   struct Unpacked {
     __m256i q;  // element i in byte i, 0..15
   };
+  // The 16 bytes in both halves, the high half shifted right by 4 (per 64-bit lane; the
+  // mask drops bits shifted across bytes): low nibbles are elements 0..15, high 16..31.
   [[gnu::always_inline]] static Unpacked unpack(const Block& b) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    return {_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(15))};
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    const __m256i shifted = _mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0));
+    return {_mm256_and_si256(shifted, _mm256_set1_epi8(15))};
   }
   template <class Isa>
   [[gnu::always_inline]] static __m256i dot(const Unpacked& u, const int8_t* x) {
@@ -161,6 +165,33 @@ struct Block32Kernel {
   }
 };
 
+// Sixteen int16 lanes all equal to int16 lane j of `v` (v holds the same 8 values in both
+// 128-bit halves): one in-lane byte shuffle.
+[[gnu::always_inline]] static inline __m256i broadcast_i16(__m256i v, int j) {
+  const __m256i ctrl = _mm256_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8)));
+  return _mm256_shuffle_epi8(v, ctrl);
+}
+
+// Int16 lane j of `v` in the low half and lane k in the high half, each 8 times.
+[[gnu::always_inline]] static inline __m256i broadcast_i16_pair(__m256i v, int j, int k) {
+  const __m256i ctrl = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * k) | ((2 * k + 1) << 8))),
+                                        _mm_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8))));
+  return _mm256_shuffle_epi8(v, ctrl);
+}
+
+// Q4_K's 12 scale bytes as 16 bytes: scales 0..7 then mins 0..7 (quant_blocks.h's packing,
+// four sub-blocks at a time in 32-bit words; the masks drop bits shifted across bytes).
+[[gnu::always_inline]] static inline __m128i q4k_unpack_scales(const uint8_t* packed) {
+  uint32_t w[3];
+  __builtin_memcpy(w, packed, sizeof(w));
+  const uint32_t sc_lo = w[0] & 0x3f3f3f3fu;
+  const uint32_t m_lo = w[1] & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u);
+  const uint32_t m_hi = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u);
+  return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(sc_hi),
+                       static_cast<int>(sc_lo));
+}
+
 template <class Isa>
 struct Q4KKernel {
   template <int T>
@@ -169,29 +200,32 @@ struct Q4KKernel {
     const int64_t nb = n / kQKBlock;
     const TokenRows<T> x = token_rows<T>(a, t0, n, nb, n / kActSumGroup);
     const __m256i m4 = _mm256_set1_epi8(15);
+    // Bytes 8..15 (the mins), each twice: pairs with the two sums of 16 of a sub-block.
+    const __m128i dup_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     float lanes[T][8] = {};
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ4_K& blk = blocks[b];
-      int sc[8], m[8];
-      for (int j = 0; j < 8; ++j) q4k_scale_min(blk.scales, j, &sc[j], &m[j]);
+      const __m128i sc_m = q4k_unpack_scales(blk.scales);
+      const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc_m));  // [sc0..7] x2
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sc_m, dup_mins));
       __m256i acc[T];
       for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_si256();
       for (int g = 0; g < 4; ++g) {  // 32 bytes: low nibbles sub-block 2g, high 2g+1
         const __m256i q = load_i8x32(blk.qs + 32 * g);
         const __m256i lo = _mm256_and_si256(q, m4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        const __m256i sc_lo = broadcast_i16(scales, 2 * g);
+        const __m256i sc_hi = broadcast_i16(scales, 2 * g + 1);
         for (int t = 0; t < T; ++t) {
           const int8_t* xt = x.q[t] + b * kQKBlock + 64 * g;
-          acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(lo, load_i8x32(xt), sc[2 * g], sc[2 * g]));
-          acc[t] = _mm256_add_epi32(
-              acc[t], Isa::dot_scaled(hi, load_i8x32(xt + 32), sc[2 * g + 1], sc[2 * g + 1]));
+          acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(lo, load_i8x32(xt), sc_lo));
+          acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(hi, load_i8x32(xt + 32), sc_hi));
         }
       }
       const float w_d = f16_to_f32(blk.d), w_dmin = f16_to_f32(blk.dmin);
       for (int t = 0; t < T; ++t) {
-        const int16_t* sums = x.sums[t] + b * (kQKBlock / kActSumGroup);
-        int32_t min_dot = 0;
-        for (int j = 0; j < 8; ++j) min_dot += m[j] * (sums[2 * j] + sums[2 * j + 1]);
+        const __m256i sums = load_i8x32(x.sums[t] + b * (kQKBlock / kActSumGroup));  // 16 x i16
+        const int32_t min_dot = hsum_i32(_mm256_madd_epi16(sums, mins));
         lanes[t][b % 8] = q4k_lane_update(lanes[t][b % 8], w_d, w_dmin, x.d[t][b], hsum_i32(acc[t]), min_dot);
       }
     }
@@ -211,10 +245,13 @@ struct Q6KKernel {
     float lanes[T][8] = {};
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ6_K& blk = blocks[b];
+      const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
       __m256i acc[T];
       for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_si256();
       for (int h = 0; h < 2; ++h) {  // halves of 128: quarters from ql's nibbles, qh's bit pairs
-        const int8_t* sc = blk.scales + 8 * h;
+        // Scales 8h..8h+7 in both 128-bit halves.
+        const __m256i sc = h == 0 ? _mm256_permute2x128_si256(scales, scales, 0x00)
+                                  : _mm256_permute2x128_si256(scales, scales, 0x11);
         const __m256i qh = load_i8x32(blk.qh + 32 * h);
         const __m256i ql0 = load_i8x32(blk.ql + 64 * h);
         const __m256i ql1 = load_i8x32(blk.ql + 64 * h + 32);
@@ -226,17 +263,19 @@ struct Q6KKernel {
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
         };
+        __m256i sck[4];
+        for (int k = 0; k < 4; ++k) sck[k] = broadcast_i16_pair(sc, 2 * k, 2 * k + 1);
         for (int t = 0; t < T; ++t) {
           const int8_t* xt = x.q[t] + b * kQKBlock + 128 * h;
           for (int k = 0; k < 4; ++k)
-            acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(q[k], load_i8x32(xt + 32 * k), sc[2 * k], sc[2 * k + 1]));
+            acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(q[k], load_i8x32(xt + 32 * k), sck[k]));
         }
       }
       const float w_d = f16_to_f32(blk.d);
       for (int t = 0; t < T; ++t) {
-        const int16_t* sums = x.sums[t] + b * (kQKBlock / kActSumGroup);
-        int32_t offset = 0;  // the weights are q - 32
-        for (int j = 0; j < 16; ++j) offset += blk.scales[j] * sums[j];
+        // The weights are q - 32: subtract 32 * sum_j scale_j * (sum of x over sub-block j).
+        const __m256i sums = load_i8x32(x.sums[t] + b * (kQKBlock / kActSumGroup));  // 16 x i16
+        const int32_t offset = hsum_i32(_mm256_madd_epi16(sums, scales));
         const int32_t dot = hsum_i32(acc[t]) - 32 * offset;
         lanes[t][b % 8] = fma_f32(w_d * x.d[t][b], static_cast<float>(dot), lanes[t][b % 8]);
       }
@@ -245,25 +284,32 @@ struct Q6KKernel {
   }
 };
 
-// Rows of the tile one by one, each against the tokens in groups of up to kMaxTokens (the row
-// stays in L1 meanwhile, so it is read from memory once per call).
+// Tokens in blocks of kTokenBlock (their int8 rows stay in L2), and within a block the
+// tile's rows one by one against its tokens, up to kMaxTokens per kernel call. The tile's
+// rows (16 of them: a few KB to tens of KB) stay in L2 across token blocks, so each weight
+// row is read from memory once per call.
+inline constexpr int64_t kTokenBlock = 16;
+
 template <class Kernel>
 void tile_rows(const MatmulTile& tile) {
   const WeightMatrix& w = *tile.w;
   const MatmulActs& a = *tile.acts;
-  for (int64_t o = tile.row_begin; o < tile.row_end; ++o) {
-    const uint8_t* row = w.data + o * w.row_bytes;
-    float out[kMaxTokens];
-    int64_t t = 0;
-    for (; t + kMaxTokens <= a.n_tokens; t += kMaxTokens) {
-      Kernel::template run<kMaxTokens>(row, a, t, w.n_in, out);
-      for (int i = 0; i < kMaxTokens; ++i) tile.y[(t + i) * w.n_out + o] = out[i];
+  for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTokenBlock) {
+    const int64_t t_end = t0 + kTokenBlock < a.n_tokens ? t0 + kTokenBlock : a.n_tokens;
+    for (int64_t o = tile.row_begin; o < tile.row_end; ++o) {
+      const uint8_t* row = w.data + o * w.row_bytes;
+      float out[kMaxTokens];
+      int64_t t = t0;
+      for (; t + kMaxTokens <= t_end; t += kMaxTokens) {
+        Kernel::template run<kMaxTokens>(row, a, t, w.n_in, out);
+        for (int i = 0; i < kMaxTokens; ++i) tile.y[(t + i) * w.n_out + o] = out[i];
+      }
+      const int64_t left = t_end - t;
+      if (left == 3) Kernel::template run<3>(row, a, t, w.n_in, out);
+      if (left == 2) Kernel::template run<2>(row, a, t, w.n_in, out);
+      if (left == 1) Kernel::template run<1>(row, a, t, w.n_in, out);
+      for (int64_t i = 0; i < left; ++i) tile.y[(t + i) * w.n_out + o] = out[i];
     }
-    const int64_t left = a.n_tokens - t;
-    if (left == 3) Kernel::template run<3>(row, a, t, w.n_in, out);
-    if (left == 2) Kernel::template run<2>(row, a, t, w.n_in, out);
-    if (left == 1) Kernel::template run<1>(row, a, t, w.n_in, out);
-    for (int64_t i = 0; i < left; ++i) tile.y[(t + i) * w.n_out + o] = out[i];
   }
 }
 

@@ -29,7 +29,9 @@ int64_t n_in_for(DType type) {
 }
 
 TEST(MatmulInvariance, BatchSizeAndThreadCountDoNotChangeBits) {
-  const int64_t n_out = 53, n_tokens = 9;
+  // 19 tokens: more than one block of tokens inside a tile (16 quantized, 8 float), and a
+  // remainder of 3 for the 4-token kernels.
+  const int64_t n_out = 53, n_tokens = 19;
   for (DType type : kTypes) {
     const int64_t n_in = n_in_for(type);
     const auto w = make_weights(type, n_out, n_in, 21);
