@@ -9,10 +9,10 @@
 #include "backend/cpu/matmul_avx512.cpp"
 #undef matmul_kernels_avx512_vnni
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "ops/matmul/matmul_test_util.h"
 
@@ -55,11 +55,11 @@ TEST(MatmulAvx512Emulated, BitIdenticalToScalar) {
     int64_t n_in;
   };
   const Case cases[] = {
-      {DType::kQ8_0, emu.q8_0, ref.q8_0, 32},   {DType::kQ8_0, emu.q8_0, ref.q8_0, 800},
-      {DType::kQ4_0, emu.q4_0, ref.q4_0, 96},   {DType::kQ4_0, emu.q4_0, ref.q4_0, 544},
-      {DType::kQ4_K, emu.q4_k, ref.q4_k, 256},  {DType::kQ4_K, emu.q4_k, ref.q4_k, 2560},
-      {DType::kQ6_K, emu.q6_k, ref.q6_k, 256},  {DType::kQ6_K, emu.q6_k, ref.q6_k, 2560},
-      {DType::kF16, emu.f16, ref.f16, 67},      {DType::kF32, emu.f32, ref.f32, 67},
+      {DType::kQ8_0, emu.q8_0, ref.q8_0, 32},  {DType::kQ8_0, emu.q8_0, ref.q8_0, 800},
+      {DType::kQ4_0, emu.q4_0, ref.q4_0, 96},  {DType::kQ4_0, emu.q4_0, ref.q4_0, 544},
+      {DType::kQ4_K, emu.q4_k, ref.q4_k, 256}, {DType::kQ4_K, emu.q4_k, ref.q4_k, 2560},
+      {DType::kQ6_K, emu.q6_k, ref.q6_k, 256}, {DType::kQ6_K, emu.q6_k, ref.q6_k, 2560},
+      {DType::kF16, emu.f16, ref.f16, 67},     {DType::kF32, emu.f32, ref.f32, 67},
   };
   for (const Case& c : cases) {
     const auto w = test::make_weights(c.type, 13, c.n_in, 5);

@@ -56,8 +56,10 @@ void bm_matmul(benchmark::State& state, DType type) {
     benchmark::ClobberMemory();
   }
   const double weight_bytes = static_cast<double>(bytes.size());
-  state.counters["GB/s"] = benchmark::Counter(weight_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(weight_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tokens),
+                                               benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(matmul_path_name());
 }
 

@@ -13,7 +13,8 @@ namespace {
 void dequantize_q8_0(const BlockQ8_0* blocks, float* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float d = f16_to_f32(blocks[b].d);
-    for (int i = 0; i < kQBlock; ++i) dst[b * kQBlock + i] = d * static_cast<float>(blocks[b].qs[i]);
+    for (int i = 0; i < kQBlock; ++i)
+      dst[b * kQBlock + i] = d * static_cast<float>(blocks[b].qs[i]);
   }
 }
 
@@ -94,10 +95,14 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(h[i]);
       return;
     }
-    case DType::kQ8_0: return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n_blocks);
-    case DType::kQ4_0: return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
-    case DType::kQ4_K: return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
-    case DType::kQ6_K: return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+    case DType::kQ8_0:
+      return dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n_blocks);
+    case DType::kQ4_0:
+      return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
+    case DType::kQ4_K:
+      return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
+    case DType::kQ6_K:
+      return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
     default:
       TALLY_CHECK(false, "dequantize_row: no conversion for {}", t.name);
   }

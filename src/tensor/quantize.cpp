@@ -1,10 +1,11 @@
 // Reference quantizers for the plain and 32-block types (the K-quants: quantize_k.cpp).
+#include "tensor/quantize.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "base/check.h"
-#include "tensor/quantize.h"
 #include "tensor/quantize_internal.h"
 
 namespace tally {
@@ -29,7 +30,7 @@ void quantize_q8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
 void quantize_q4_0(const float* src, BlockQ4_0* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* x = src + b * kQBlock;  // [32]
-    float extreme = 0.0f;  // the value of largest magnitude, with its sign
+    float extreme = 0.0f;                // the value of largest magnitude, with its sign
     for (int i = 0; i < kQBlock; ++i)
       if (std::fabs(x[i]) > std::fabs(extreme)) extreme = x[i];
     // The extreme maps to level 0 (-8); the scale is negative when the extreme is positive.
@@ -65,10 +66,14 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) h[i] = f32_to_bf16(src[i]);
       return;
     }
-    case DType::kQ8_0: return quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), n_blocks);
-    case DType::kQ4_0: return quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), n_blocks);
-    case DType::kQ4_K: return detail::quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), n_blocks);
-    case DType::kQ6_K: return detail::quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n_blocks);
+    case DType::kQ8_0:
+      return quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), n_blocks);
+    case DType::kQ4_0:
+      return quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), n_blocks);
+    case DType::kQ4_K:
+      return detail::quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), n_blocks);
+    case DType::kQ6_K:
+      return detail::quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n_blocks);
     default:
       TALLY_CHECK(false, "quantize_row: no conversion for {}", t.name);
   }

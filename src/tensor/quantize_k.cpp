@@ -76,7 +76,8 @@ void quantize_q6_k_block(const float* x, BlockQ6_K* out) {
     const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
     uint8_t& lo_byte = out->ql[half * 64 + (quarter & 1) * 32 + l];
     lo_byte = static_cast<uint8_t>(lo_byte | (quarter < 2 ? (q & 15) : ((q & 15) << 4)));
-    out->qh[half * 32 + l] = static_cast<uint8_t>(out->qh[half * 32 + l] | ((q >> 4) << (2 * quarter)));
+    out->qh[half * 32 + l] =
+        static_cast<uint8_t>(out->qh[half * 32 + l] | ((q >> 4) << (2 * quarter)));
   }
 }
 

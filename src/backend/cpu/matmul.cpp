@@ -25,40 +25,53 @@ constexpr int64_t kRowChunk = 16;
 bool isa_available(IsaLevel level) {
   const CpuFeatures& f = cpu_features();
   switch (level) {
-    case IsaLevel::kScalar: return true;
-    case IsaLevel::kAvx2: return cpu_isa_level() >= IsaLevel::kAvx2;
-    case IsaLevel::kAvx512: return cpu_isa_level() >= IsaLevel::kAvx512 && f.avx512vnni;
+    case IsaLevel::kScalar:
+      return true;
+    case IsaLevel::kAvx2:
+      return cpu_isa_level() >= IsaLevel::kAvx2;
+    case IsaLevel::kAvx512:
+      return cpu_isa_level() >= IsaLevel::kAvx512 && f.avx512vnni;
   }
   return false;
 }
 
 const MatmulKernels& kernels_for(IsaLevel level) {
   switch (level) {
-    case IsaLevel::kAvx512: return detail::matmul_kernels_avx512_vnni();
-    case IsaLevel::kAvx2: return detail::matmul_kernels_avx2();
-    case IsaLevel::kScalar: break;
+    case IsaLevel::kAvx512:
+      return detail::matmul_kernels_avx512_vnni();
+    case IsaLevel::kAvx2:
+      return detail::matmul_kernels_avx2();
+    case IsaLevel::kScalar:
+      break;
   }
   return detail::matmul_kernels_scalar();
 }
 
 const MatmulKernels& default_kernels() {
-  static const MatmulKernels& k = kernels_for(
-      isa_available(IsaLevel::kAvx512) ? IsaLevel::kAvx512
-      : isa_available(IsaLevel::kAvx2) ? IsaLevel::kAvx2
-                                       : IsaLevel::kScalar);
+  static const MatmulKernels& k = kernels_for(isa_available(IsaLevel::kAvx512) ? IsaLevel::kAvx512
+                                              : isa_available(IsaLevel::kAvx2) ? IsaLevel::kAvx2
+                                                                               : IsaLevel::kScalar);
   return k;
 }
 
 MatmulTileFn tile_fn(const MatmulKernels& k, DType type) {
   switch (type) {
-    case DType::kF32: return k.f32;
-    case DType::kF16: return k.f16;
-    case DType::kBF16: return k.bf16;
-    case DType::kQ8_0: return k.q8_0;
-    case DType::kQ4_0: return k.q4_0;
-    case DType::kQ4_K: return k.q4_k;
-    case DType::kQ6_K: return k.q6_k;
-    default: break;
+    case DType::kF32:
+      return k.f32;
+    case DType::kF16:
+      return k.f16;
+    case DType::kBF16:
+      return k.bf16;
+    case DType::kQ8_0:
+      return k.q8_0;
+    case DType::kQ4_0:
+      return k.q4_0;
+    case DType::kQ4_K:
+      return k.q4_k;
+    case DType::kQ6_K:
+      return k.q6_k;
+    default:
+      break;
   }
   TALLY_CHECK(false, "matmul: no kernel for weight type {}", dtype_name(type));
   __builtin_unreachable();
@@ -67,9 +80,9 @@ MatmulTileFn tile_fn(const MatmulKernels& k, DType type) {
 // Quantized activation rows of the calling thread: grown to the largest call, never shrunk,
 // so steady-state calls allocate nothing.
 struct ActScratch {
-  std::vector<int8_t> q;     // [n_tokens][n_in]
-  std::vector<float> d;      // [n_tokens][n_in / block]
-  std::vector<int16_t> sums; // [n_tokens][n_in / sum group]
+  std::vector<int8_t> q;      // [n_tokens][n_in]
+  std::vector<float> d;       // [n_tokens][n_in / block]
+  std::vector<int16_t> sums;  // [n_tokens][n_in / sum group]
 };
 
 template <typename T>
@@ -113,12 +126,13 @@ MatmulActs prepare_acts(DType type, const float* x, int64_t n_in, int64_t n_toke
 
 void check_shapes(const WeightMatrix& w, int64_t n_tokens) {
   const DTypeTraits& t = dtype_info(w.type);
-  TALLY_CHECK(w.n_in > 0 && w.n_out >= 0 && n_tokens >= 0, "matmul: bad shape n_in={} n_out={} n_tokens={}",
-              w.n_in, w.n_out, n_tokens);
+  TALLY_CHECK(w.n_in > 0 && w.n_out >= 0 && n_tokens >= 0,
+              "matmul: bad shape n_in={} n_out={} n_tokens={}", w.n_in, w.n_out, n_tokens);
   TALLY_CHECK(w.n_in % t.block_size == 0, "matmul: n_in={} is not a multiple of {}'s block of {}",
               w.n_in, t.name, t.block_size);
   TALLY_CHECK(w.row_bytes >= dtype_row_bytes(w.type, w.n_in),
-              "matmul: row_bytes={} shorter than a row of {} {} values", w.row_bytes, w.n_in, t.name);
+              "matmul: row_bytes={} shorter than a row of {} {} values", w.row_bytes, w.n_in,
+              t.name);
 }
 
 void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,

@@ -1,7 +1,8 @@
 // Matrix products of a weight matrix (any computable dtype, in the GGUF layout) with f32
 // activations: the bulk of every forward pass.
 //
-//   y[t][o] = sum_k W[o][k] * x[t][k]      W: [n_out][n_in]  x: [n_tokens][n_in]  y: [n_tokens][n_out]
+//   y[t][o] = sum_k W[o][k] * x[t][k]      W: [n_out][n_in]  x: [n_tokens][n_in]  y:
+//   [n_tokens][n_out]
 //
 // Promise (batch invariance): y[t][o] depends only on W[o] and x[t], bit for bit — not on
 // n_tokens, the other rows of x, the thread count or the ISA path chosen for the *other*

@@ -39,7 +39,8 @@ struct LoadF16 {
 };
 struct LoadBf16 {
   static __m256 vec(const uint8_t* row, int64_t k) {
-    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+    const __m256i h =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
   }
   static float at(const uint8_t* row, int64_t k) {
@@ -79,9 +80,11 @@ void float_rows(const MatmulTile& tile, int64_t o, int64_t t0, int64_t t_end) {
   for (int r = 0; r < R; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
   int64_t t = t0;
   for (; t + 2 <= t_end; t += 2)
-    float_block<Load, R, 2>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o, w.n_out);
+    float_block<Load, R, 2>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o,
+                            w.n_out);
   if (t < t_end)
-    float_block<Load, R, 1>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o, w.n_out);
+    float_block<Load, R, 1>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o,
+                            w.n_out);
 }
 
 // Tokens in blocks of 8 (their f32 rows stay in L2) against the tile's rows, 4 at a time.

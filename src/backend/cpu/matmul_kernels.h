@@ -85,8 +85,8 @@ void act_quantize_row_k(const float* x, int64_t n_in, int8_t* q, float* d, int16
 }
 
 // Q4_K's two contributions of one super-block to its lane (see the order above).
-[[gnu::always_inline]] inline float q4k_lane_update(float lane, float w_d, float w_dmin, float x_d, int32_t dot,
-                             int32_t min_dot) {
+[[gnu::always_inline]] inline float q4k_lane_update(float lane, float w_d, float w_dmin, float x_d,
+                                                    int32_t dot, int32_t min_dot) {
   lane = fma_f32(w_d * x_d, static_cast<float>(dot), lane);
   return fma_f32(-(w_dmin * x_d), static_cast<float>(min_dot), lane);
 }

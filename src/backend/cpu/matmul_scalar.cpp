@@ -86,8 +86,8 @@ float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
       dot += sc * sub;
       min_dot += m * (sums[2 * j] + sums[2 * j + 1]);
     }
-    lanes[b % 8] = q4k_lane_update(lanes[b % 8], f16_to_f32(blk.d), f16_to_f32(blk.dmin), xd[b],
-                                   dot, min_dot);
+    lanes[b % 8] =
+        q4k_lane_update(lanes[b % 8], f16_to_f32(blk.d), f16_to_f32(blk.dmin), xd[b], dot, min_dot);
   }
   return lanes8_reduce(lanes);
 }
@@ -120,7 +120,8 @@ void tile_float(const MatmulTile& tile) {
   const WeightMatrix& w = *tile.w;
   for (int64_t o = tile.row_begin; o < tile.row_end; ++o)
     for (int64_t t = 0; t < tile.acts->n_tokens; ++t)
-      tile.y[t * w.n_out + o] = dot_float<Load>(w.data + o * w.row_bytes, tile.acts->x + t * w.n_in, w.n_in);
+      tile.y[t * w.n_out + o] =
+          dot_float<Load>(w.data + o * w.row_bytes, tile.acts->x + t * w.n_in, w.n_in);
 }
 
 template <float (*Dot)(const uint8_t*, const MatmulActs&, int64_t, int64_t)>
@@ -135,8 +136,14 @@ void tile_quant(const MatmulTile& tile) {
 
 const MatmulKernels& matmul_kernels_scalar() {
   static const MatmulKernels k = {
-      "scalar",          tile_float<LoadF32>,  tile_float<LoadF16>,  tile_float<LoadBf16>,
-      tile_quant<dot_q8_0>, tile_quant<dot_q4_0>, tile_quant<dot_q4_k>, tile_quant<dot_q6_k>,
+      "scalar",
+      tile_float<LoadF32>,
+      tile_float<LoadF16>,
+      tile_float<LoadBf16>,
+      tile_quant<dot_q8_0>,
+      tile_quant<dot_q4_0>,
+      tile_quant<dot_q4_k>,
+      tile_quant<dot_q6_k>,
   };
   return k;
 }

@@ -80,7 +80,8 @@ struct Q4_0Ops {
   // The 16 bytes in both halves, the high half shifted right by 4 (per 64-bit lane; the
   // mask drops bits shifted across bytes): low nibbles are elements 0..15, high 16..31.
   [[gnu::always_inline]] static Unpacked unpack(const Block& b) {
-    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    const __m256i q =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
     const __m256i shifted = _mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0));
     return {_mm256_and_si256(shifted, _mm256_set1_epi8(15))};
   }
@@ -127,7 +128,8 @@ template <class Isa, class Ops, int T>
     if (cnt == 8) {
       x_scale = _mm256_loadu_ps(x.d[t] + g);
       if (Ops::kMinus8)
-        sums = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + g)));
+        sums =
+            _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + g)));
     } else {
       alignas(32) float dx[8] = {};
       alignas(16) int16_t sx[8] = {};
@@ -136,7 +138,8 @@ template <class Isa, class Ops, int T>
         sx[i] = x.sums[t][g + i];
       }
       x_scale = _mm256_load_ps(dx);
-      if (Ops::kMinus8) sums = _mm256_cvtepi16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sx)));
+      if (Ops::kMinus8)
+        sums = _mm256_cvtepi16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sx)));
     }
     if (Ops::kMinus8) dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(sums, 3));
     acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_scale, x_scale), _mm256_cvtepi32_ps(dot), acc[t]);
@@ -174,8 +177,9 @@ struct Block32Kernel {
 
 // Int16 lane j of `v` in the low half and lane k in the high half, each 8 times.
 [[gnu::always_inline]] static inline __m256i broadcast_i16_pair(__m256i v, int j, int k) {
-  const __m256i ctrl = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * k) | ((2 * k + 1) << 8))),
-                                        _mm_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8))));
+  const __m256i ctrl =
+      _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>((2 * k) | ((2 * k + 1) << 8))),
+                       _mm_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8))));
   return _mm256_shuffle_epi8(v, ctrl);
 }
 
@@ -201,7 +205,8 @@ struct Q4KKernel {
     const TokenRows<T> x = token_rows<T>(a, t0, n, nb, n / kActSumGroup);
     const __m256i m4 = _mm256_set1_epi8(15);
     // Bytes 8..15 (the mins), each twice: pairs with the two sums of 16 of a sub-block.
-    const __m128i dup_mins = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+    const __m128i dup_mins =
+        _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     float lanes[T][8] = {};
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ4_K& blk = blocks[b];
@@ -226,7 +231,8 @@ struct Q4KKernel {
       for (int t = 0; t < T; ++t) {
         const __m256i sums = load_i8x32(x.sums[t] + b * (kQKBlock / kActSumGroup));  // 16 x i16
         const int32_t min_dot = hsum_i32(_mm256_madd_epi16(sums, mins));
-        lanes[t][b % 8] = q4k_lane_update(lanes[t][b % 8], w_d, w_dmin, x.d[t][b], hsum_i32(acc[t]), min_dot);
+        lanes[t][b % 8] =
+            q4k_lane_update(lanes[t][b % 8], w_d, w_dmin, x.d[t][b], hsum_i32(acc[t]), min_dot);
       }
     }
     for (int t = 0; t < T; ++t) out[t] = lanes8_reduce(lanes[t]);
@@ -245,7 +251,8 @@ struct Q6KKernel {
     float lanes[T][8] = {};
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ6_K& blk = blocks[b];
-      const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
+      const __m256i scales =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
       __m256i acc[T];
       for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_si256();
       for (int h = 0; h < 2; ++h) {  // halves of 128: quarters from ql's nibbles, qh's bit pairs
@@ -257,9 +264,12 @@ struct Q6KKernel {
         const __m256i ql1 = load_i8x32(blk.ql + 64 * h + 32);
         // Byte-wise shifts through 16-bit lanes: the masks drop what crosses byte borders.
         const __m256i q[4] = {
-            _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
-            _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30)),
+            _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                            _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+            _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                            _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                            _mm256_and_si256(qh, m30)),
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
         };
@@ -268,7 +278,8 @@ struct Q6KKernel {
         for (int t = 0; t < T; ++t) {
           const int8_t* xt = x.q[t] + b * kQKBlock + 128 * h;
           for (int k = 0; k < 4; ++k)
-            acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(q[k], load_i8x32(xt + 32 * k), sck[k]));
+            acc[t] =
+                _mm256_add_epi32(acc[t], Isa::dot_scaled(q[k], load_i8x32(xt + 32 * k), sck[k]));
         }
       }
       const float w_d = f16_to_f32(blk.d);

@@ -1,13 +1,13 @@
 // Each weight type on each ISA path this CPU has, against the double-precision reference,
 // within the bound that activation quantization and f32 rounding allow (matmul_test_util.h);
 // and every path bit-identical to the scalar one.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "backend/cpu/matmul.h"
 #include "matmul_test_util.h"
@@ -27,18 +27,18 @@ struct Case {
 // n_in: a few multiples of the block; for float types also lengths that are not a multiple
 // of any vector width (the scalar tail of the reduction).
 const std::vector<Case> kCases = {
-    {DType::kF32, {1, 7, 8, 67, 256}},   {DType::kF16, {3, 16, 67, 200}},
-    {DType::kBF16, {5, 64, 67, 136}},    {DType::kQ8_0, {32, 96, 256, 768}},
-    {DType::kQ4_0, {32, 96, 256, 768}},  {DType::kQ4_K, {256, 512, 1280}},
+    {DType::kF32, {1, 7, 8, 67, 256}},  {DType::kF16, {3, 16, 67, 200}},
+    {DType::kBF16, {5, 64, 67, 136}},   {DType::kQ8_0, {32, 96, 256, 768}},
+    {DType::kQ4_0, {32, 96, 256, 768}}, {DType::kQ4_K, {256, 512, 1280}},
     {DType::kQ6_K, {256, 512, 1280}},
 };
 
 const IsaLevel kLevels[] = {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512};
 
 std::string label(DType type, IsaLevel level, int64_t n_in, int64_t n_out, int64_t n_tokens) {
-  return std::string(dtype_name(type)) + " " + isa_level_name(level) + " n_in=" +
-         std::to_string(n_in) + " n_out=" + std::to_string(n_out) + " n_tokens=" +
-         std::to_string(n_tokens);
+  return std::string(dtype_name(type)) + " " + isa_level_name(level) +
+         " n_in=" + std::to_string(n_in) + " n_out=" + std::to_string(n_out) +
+         " n_tokens=" + std::to_string(n_tokens);
 }
 
 TEST(MatmulAccuracy, EveryTypeAndPathWithinBound) {
@@ -117,7 +117,8 @@ TEST(MatmulAccuracy, PathsAreBitIdenticalToScalar) {
       const auto w = make_weights(c.type, n_out, n_in, 17);
       const auto x = make_acts(n_tokens, n_in, 18);
       std::vector<float> scalar(n_tokens * n_out);
-      ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w.view, x.data(), n_tokens, scalar.data(), pool));
+      ASSERT_TRUE(
+          matmul_with_isa(IsaLevel::kScalar, w.view, x.data(), n_tokens, scalar.data(), pool));
       for (IsaLevel level : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
         std::vector<float> y(n_tokens * n_out);
         if (!matmul_with_isa(level, w.view, x.data(), n_tokens, y.data(), pool)) continue;
@@ -136,7 +137,8 @@ TEST(MatmulAccuracy, PaddedRowsAndDefaultPath) {
     const auto x = make_acts(n_tokens, n_in, 6);
     std::vector<float> y(n_tokens * n_out), scalar(n_tokens * n_out);
     matmul(w.view, x.data(), n_tokens, y.data(), pool);
-    ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w.view, x.data(), n_tokens, scalar.data(), pool));
+    ASSERT_TRUE(
+        matmul_with_isa(IsaLevel::kScalar, w.view, x.data(), n_tokens, scalar.data(), pool));
     EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
         << dtype_name(c.type) << " on " << matmul_path_name();
   }

@@ -1,9 +1,9 @@
 // Batch invariance (matmul.h's promise): y[t][o] is the same bits whatever n_tokens is, which
 // other rows share the call, and how many threads run it.
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "backend/cpu/matmul.h"
 #include "matmul_test_util.h"
@@ -20,11 +20,14 @@ const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
 int64_t n_in_for(DType type) {
   switch (type) {
     case DType::kQ4_K:
-    case DType::kQ6_K: return 768;
+    case DType::kQ6_K:
+      return 768;
     case DType::kF32:
     case DType::kF16:
-    case DType::kBF16: return 131;
-    default: return 160;
+    case DType::kBF16:
+      return 131;
+    default:
+      return 160;
   }
 }
 
@@ -69,7 +72,8 @@ TEST(MatmulInvariance, OtherRowsContentDoesNotMatter) {
     matmul(w.view, x.data(), n_tokens, first.data(), pool);
     for (int64_t i = n_in; i < n_tokens * n_in; ++i) x[i] *= 1000.0f;
     matmul(w.view, x.data(), n_tokens, second.data(), pool);
-    EXPECT_EQ(0, std::memcmp(first.data(), second.data(), n_out * sizeof(float))) << dtype_name(type);
+    EXPECT_EQ(0, std::memcmp(first.data(), second.data(), n_out * sizeof(float)))
+        << dtype_name(type);
   }
 }
 

@@ -53,10 +53,13 @@ inline std::vector<float> make_acts(int64_t n_tokens, int64_t n_in, uint32_t see
 inline int64_t act_block(DType type) {
   switch (type) {
     case DType::kQ8_0:
-    case DType::kQ4_0: return 32;
+    case DType::kQ4_0:
+      return 32;
     case DType::kQ4_K:
-    case DType::kQ6_K: return 256;
-    default: return 0;
+    case DType::kQ6_K:
+      return 256;
+    default:
+      return 0;
   }
 }
 
@@ -110,7 +113,8 @@ inline std::vector<float> dequantized_acts(DType type, const std::vector<float>&
 }
 
 // Bound for the comparison against the reference on dequantized_acts: f32 rounding only.
-inline std::vector<double> rounding_bounds(const WeightMatrix& w, const float* xq, int64_t n_tokens) {
+inline std::vector<double> rounding_bounds(const WeightMatrix& w, const float* xq,
+                                           int64_t n_tokens) {
   std::vector<float> row(w.n_in);
   std::vector<double> bounds(n_tokens * w.n_out);
   for (int64_t o = 0; o < w.n_out; ++o) {

@@ -1,9 +1,9 @@
 // Hand-built blocks (raw bytes, laid out as ggml documents them) decode to known values.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tensor/quant_blocks.h"
 #include "tensor/quantize.h"
@@ -79,7 +79,8 @@ TEST(Dequantize, Q4K) {
   // Group g of 32 bytes: low nibble l & 15 (elements 64g + l), high nibble (l + g) & 15
   // (elements 64g + 32 + l).
   for (int g = 0; g < 4; ++g)
-    for (int l = 0; l < 32; ++l) bytes[16 + g * 32 + l] = static_cast<uint8_t>((l & 15) | (((l + g) & 15) << 4));
+    for (int l = 0; l < 32; ++l)
+      bytes[16 + g * 32 + l] = static_cast<uint8_t>((l & 15) | (((l + g) & 15) << 4));
   const auto out = decode(DType::kQ4_K, bytes, 256);
   for (int e = 0; e < 256; ++e) {
     const int g = e / 64, w = e % 64, l = w % 32, j = e / 32;

@@ -1,13 +1,12 @@
 #include "tensor/half.h"
 
+#include <gtest/gtest.h>
 #include <immintrin.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
-
-#include <gtest/gtest.h>
 
 namespace tally {
 namespace {
@@ -48,16 +47,16 @@ TEST(Half, F16RoundTripsEveryValue) {
 
 TEST(Half, F32ToF16RoundsToNearestEven) {
   const float one = 1.0f, ulp = std::ldexp(1.0f, -10);
-  EXPECT_EQ(f32_to_f16(one + ulp / 2), 0x3c00);          // tie, 1.0 is even
-  EXPECT_EQ(f32_to_f16(one + 3 * ulp / 2), 0x3c02);      // tie, rounds up to even
+  EXPECT_EQ(f32_to_f16(one + ulp / 2), 0x3c00);      // tie, 1.0 is even
+  EXPECT_EQ(f32_to_f16(one + 3 * ulp / 2), 0x3c02);  // tie, rounds up to even
   EXPECT_EQ(f32_to_f16(std::nextafter(one + ulp / 2, 2.0f)), 0x3c01);
   EXPECT_EQ(f32_to_f16(65519.0f), 0x7bff);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // tie between 65504 and 2^16: to infinity
   EXPECT_EQ(f32_to_f16(-1e10f), 0xfc00);
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);       // tie with zero
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);  // tie with zero
   EXPECT_EQ(f32_to_f16(-std::ldexp(1.0f, -25)), 0x8000);
   EXPECT_EQ(f32_to_f16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);
-  EXPECT_EQ(f32_to_f16(3 * std::ldexp(1.0f, -25)), 0x0002);   // tie between 1 and 2 units
+  EXPECT_EQ(f32_to_f16(3 * std::ldexp(1.0f, -25)), 0x0002);  // tie between 1 and 2 units
   EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -14) - std::ldexp(1.0f, -25)), 0x0400);  // to normal
   EXPECT_EQ(f32_to_f16(1e-30f), 0x0000);
   EXPECT_EQ(f32_to_f16(from_bits(0x00000001)), 0x0000);  // f32 subnormal
@@ -73,7 +72,8 @@ uint16_t nearest_f16(float f) {
   // Every finite half of f's sign, searched near the candidate magnitude.
   const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
   for (uint32_t h = 0; h < 0x7c00; ++h) {
-    const double err = std::fabs(std::fabs(v) - static_cast<double>(f16_to_f32(static_cast<uint16_t>(h))));
+    const double err =
+        std::fabs(std::fabs(v) - static_cast<double>(f16_to_f32(static_cast<uint16_t>(h))));
     if (err < best_err || (err == best_err && (h & 1) == 0)) {
       best_err = err;
       best = static_cast<uint16_t>(h);
@@ -107,7 +107,8 @@ TEST(Half, MatchesF16cInstructions) {
     ASSERT_EQ(f32_to_f16(f), hardware_f16(f)) << std::hex << bits(f);
   }
   for (uint32_t h = 0; h < 0x10000; ++h) {
-    ASSERT_EQ(bits(f16_to_f32(static_cast<uint16_t>(h))), bits(hardware_f32(static_cast<uint16_t>(h))))
+    ASSERT_EQ(bits(f16_to_f32(static_cast<uint16_t>(h))),
+              bits(hardware_f32(static_cast<uint16_t>(h))))
         << h;
   }
 }

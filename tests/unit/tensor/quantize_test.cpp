@@ -2,13 +2,13 @@
 // (quantize.h), relative to the largest magnitude of the block the bound is stated for.
 #include "tensor/quantize.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
