@@ -1,5 +1,5 @@
 // GgufWriter: values are encoded when set (so the writer holds bytes, not views), tensors are
-// copied when added; write() lays them out as GGUF v3 with every tensor padded to the
+// copied when added (or produced at write time when streamed); write() lays them out as GGUF v3 with every tensor padded to the
 // alignment, the same layout llama.cpp's writer produces.
 #include "io/gguf_writer.h"
 
@@ -79,7 +79,9 @@ struct GgufWriter::Impl {
     std::string name;
     DType type;
     std::vector<int64_t> dims;
-    std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;
+    std::vector<uint8_t> data;  // empty when streamed
+    TensorProducer produce;     // set when streamed
   };
 
   std::vector<Entry> kv;
@@ -141,13 +143,33 @@ struct GgufWriter::Impl {
       for (int64_t d : t.dims) b.put(static_cast<uint64_t>(d));
       b.put(static_cast<uint32_t>(t.type));
       b.put(offset);
-      offset += padded(t.data.size());
+      offset += padded(t.n_bytes);
     }
     b.pad_to(alignment);
     return out;
   }
 
   uint64_t padded(uint64_t n) const { return (n + alignment - 1) / alignment * alignment; }
+
+  // The tensor's bytes, or an error when its name, dims or type are unusable.
+  Result<uint64_t> check_tensor(const std::string& name, DType type, const std::vector<int64_t>& dims) const;
+
+  // Passes every byte of `t` to `emit`; checks that a producer gives exactly n_bytes.
+  Status emit_tensor(const Tensor& t, TensorEmit emit) const {
+    if (!t.produce) return emit(t.data);
+    uint64_t n = 0;
+    Status st = t.produce([&](std::span<const uint8_t> chunk) -> Status {
+      n += chunk.size();
+      if (n > t.n_bytes) return Status::ok_status();  // reported below, without writing past
+      return emit(chunk);
+    });
+    if (!st.ok()) return st.with_context(fmt::format("gguf writer: tensor '{}'", t.name));
+    if (n != t.n_bytes) {
+      return make_error(ErrorCode::kInternal, "gguf writer: tensor '{}' producer gave {} bytes, needs {}", t.name, n,
+                        t.n_bytes);
+    }
+    return Status::ok_status();
+  }
 };
 
 GgufWriter::GgufWriter() : impl_(std::make_shared<Impl>()) {}
@@ -197,13 +219,13 @@ void GgufWriter::set_value(std::string key, const GgufValue& v) {
   impl_->set_encoded(std::move(key), v.type, [&](Bytes& b) { put_payload(b, v.type, v); });
 }
 
-Status GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t> dims,
-                              std::span<const uint8_t> data) {
+Result<uint64_t> GgufWriter::Impl::check_tensor(const std::string& name, DType type,
+                                                const std::vector<int64_t>& dims) const {
   if (name.empty() || name.size() > kGgufMaxTensorNameBytes) {
     return make_error(ErrorCode::kInvalidArgument, "gguf writer: tensor name '{}' must have 1..{} bytes", name,
                       kGgufMaxTensorNameBytes);
   }
-  if (impl_->tensor_names.count(name)) {
+  if (tensor_names.count(name)) {
     return make_error(ErrorCode::kInvalidArgument, "gguf writer: tensor '{}' added twice", name);
   }
   if (dims.empty() || dims.size() > kGgufMaxDims) {
@@ -227,12 +249,29 @@ Status GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t>
                         dims[d]);
     }
   }
-  if (static_cast<uint64_t>(n_bytes) != data.size()) {
+  return static_cast<uint64_t>(n_bytes);
+}
+
+Status GgufWriter::add_tensor(std::string name, DType type, std::vector<int64_t> dims,
+                              std::span<const uint8_t> data) {
+  TALLY_ASSIGN_OR_RETURN(const uint64_t n_bytes, impl_->check_tensor(name, type, dims));
+  if (n_bytes != data.size()) {
     return make_error(ErrorCode::kInvalidArgument, "gguf writer: tensor '{}' needs {} bytes, got {}", name, n_bytes,
                       data.size());
   }
   impl_->tensor_names.insert(name);
-  impl_->tensors.push_back({std::move(name), type, std::move(dims), {data.begin(), data.end()}});
+  impl_->tensors.push_back({std::move(name), type, std::move(dims), n_bytes, {data.begin(), data.end()}, {}});
+  return {};
+}
+
+Status GgufWriter::add_tensor_streamed(std::string name, DType type, std::vector<int64_t> dims,
+                                       TensorProducer produce) {
+  TALLY_ASSIGN_OR_RETURN(const uint64_t n_bytes, impl_->check_tensor(name, type, dims));
+  if (!produce) {
+    return make_error(ErrorCode::kInvalidArgument, "gguf writer: tensor '{}' has no producer", name);
+  }
+  impl_->tensor_names.insert(name);
+  impl_->tensors.push_back({std::move(name), type, std::move(dims), n_bytes, {}, std::move(produce)});
   return {};
 }
 
@@ -241,7 +280,11 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
   std::vector<uint8_t> out = impl_->head();
   Bytes b(out);
   for (const Impl::Tensor& t : impl_->tensors) {
-    out.insert(out.end(), t.data.begin(), t.data.end());
+    const Status st = impl_->emit_tensor(t, [&](std::span<const uint8_t> chunk) -> Status {
+      out.insert(out.end(), chunk.begin(), chunk.end());
+      return Status::ok_status();
+    });
+    TALLY_CHECK(st.ok(), "{}", st.to_string());
     b.pad_to(impl_->alignment);
   }
   return out;
@@ -260,16 +303,22 @@ Status GgufWriter::write(const std::string& path) const {
   const std::vector<uint8_t> head = impl_->head();
   put(head.data(), head.size());
   const std::vector<uint8_t> zeros(impl_->alignment, 0);
+  Status produced;
   for (const Impl::Tensor& t : impl_->tensors) {
-    put(t.data.data(), t.data.size());
-    put(zeros.data(), impl_->padded(t.data.size()) - t.data.size());
+    produced = impl_->emit_tensor(t, [&](std::span<const uint8_t> chunk) -> Status {
+      put(chunk.data(), chunk.size());
+      return ok ? Status::ok_status() : make_error(ErrorCode::kIo, "short write");
+    });
+    if (!ok || !produced.ok()) break;
+    put(zeros.data(), impl_->padded(t.n_bytes) - t.n_bytes);
   }
   const int err = ok ? 0 : errno;
   if (std::fclose(f) != 0) ok = false;
-  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
-  if (!ok) {
+  if (ok && produced.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
+  if (!ok || !produced.ok()) {
     const int e = err ? err : errno;
     std::remove(tmp.c_str());
+    if (ok) return produced.with_context(path);
     return make_error(ErrorCode::kIo, "gguf writer: {}: cannot write: {}", path, std::strerror(e));
   }
   return {};

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/function_ref.h"
 #include "base/status.h"
 #include "io/gguf.h"
 #include "tensor/dtype.h"
@@ -39,6 +41,16 @@ class GgufWriter {
   // Adds a tensor; dims in ggml order (dims[0] = row length). The bytes are copied.
   Status add_tensor(std::string name, DType type, std::vector<int64_t> dims,
                     std::span<const uint8_t> data);
+
+  // Adds a tensor whose bytes are produced at write time, so a file far larger than memory
+  // (a 7B model) is written with bounded memory. `produce` passes the bytes, in order and in
+  // chunks of any size, to `emit`, exactly the tensor's size in all; write() and to_bytes()
+  // call it once each (it may be called again by a later write). A failing emit (disk full)
+  // must be returned by produce; a producer error or a wrong byte count fails write().
+  using TensorEmit = FunctionRef<Status(std::span<const uint8_t>)>;
+  using TensorProducer = std::function<Status(TensorEmit emit)>;
+  Status add_tensor_streamed(std::string name, DType type, std::vector<int64_t> dims,
+                             TensorProducer produce);
 
   Status write(const std::string& path) const;
   // The whole file as bytes (tests).
