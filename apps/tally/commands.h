@@ -14,5 +14,6 @@ Runner add_generate_command(CLI::App& app);
 Runner add_info_command(CLI::App& app);
 Runner add_tokenize_command(CLI::App& app);
 Runner add_convert_command(CLI::App& app);
+Runner add_plan_command(CLI::App& app);
 
 }  // namespace tally::cli

@@ -1,0 +1,79 @@
+// tally plan: the memory ledger for a model and settings, without allocating anything.
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "plan/memory_size.h"
+#include "plan/model_spec.h"
+#include "plan/plan.h"
+#include "plan/plan_presets.h"
+#include "plan/plan_report.h"
+#include "plan/weight_format.h"
+
+namespace tally::cli {
+
+namespace {
+
+struct PlanArgs {
+  std::string model;
+  std::string weights;  // empty = the model's own
+  std::string kv_type = "f16";
+  std::string memory;   // empty = no budget
+  plan::PlanOptions options;
+  bool json = false;
+  bool list = false;
+};
+
+int run_plan(PlanArgs args) {
+  if (args.list) {
+    for (const auto& name : plan::plan_preset_names()) fmt::print("{}\n", name);
+    return kExitOk;
+  }
+  auto model = plan::plan_model_from_spec(args.model);
+  if (!model.ok()) return report_error(model.status());
+  if (!args.weights.empty()) {
+    auto w = plan::weight_format_from_name(args.weights);
+    if (!w.ok()) return report_error(w.status().with_context("--weights"));
+    args.options.weights = *w;
+  }
+  auto kv = plan::kv_type_from_name(args.kv_type);
+  if (!kv.ok()) return report_error(kv.status().with_context("--kv-type"));
+  args.options.kv_type = *kv;
+  if (!args.memory.empty()) {
+    auto m = plan::parse_memory_size(args.memory);
+    if (!m.ok()) return report_error(m.status().with_context("--memory"));
+    args.options.budget = *m;
+  }
+  auto p = plan::compute_plan(*model, args.options);
+  if (!p.ok()) return report_error(p.status());
+  if (args.json) {
+    fmt::print("{}\n", plan::plan_json(*p).dump(2));
+  } else {
+    fmt::print("{}", plan::plan_table(*p));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner add_plan_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  args->model = default_model_path();
+  auto& o = args->options;
+  app.add_option("-m,--model", args->model,
+                 "A preset name (see --list), a GGUF file or an HF config.json")->capture_default_str();
+  app.add_option("--weights", args->weights,
+                 "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k_m, ... (default: the model's)");
+  app.add_option("--kv-type", args->kv_type, "KV cache type: f32, f16, bf16")->capture_default_str();
+  app.add_option("--context", o.context, "Tokens per sequence; 0 = the model's context")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--concurrency", o.concurrency, "Sequences resident at once")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--tp", o.tp, "Tensor-parallel ranks (figures are per rank)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--block-size", o.block_size, "Tokens per KV block")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-batched-tokens", o.batch_tokens, "Most tokens in one forward step (activations)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--memory", args->memory, "Memory budget per rank, e.g. 80GiB, 24GB, 512MiB");
+  app.add_flag("--json", args->json, "Print JSON instead of a table");
+  app.add_flag("--list", args->list, "List the model presets");
+  return [args] { return run_plan(*args); };
+}
+
+}  // namespace tally::cli
