@@ -4,9 +4,10 @@
 #pragma once
 
 // GCC 12's AVX-512 intrinsics start from `__m512 __Y = __Y;` (an undefined vector), which
-// -Wmaybe-uninitialized reports wherever they are inlined. The state must be set before
+// -W(maybe-)uninitialized reports wherever they are inlined. The state must be set before
 // <immintrin.h> is first read, so this header goes first in every *_avx512.cpp.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstdint>
