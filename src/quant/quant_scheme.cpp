@@ -1,0 +1,92 @@
+#include "quant/quant_scheme.h"
+
+#include <cctype>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tally::quant {
+
+namespace {
+
+struct SchemeRow {
+  const char* name;
+  DType base;
+  bool k_mix;
+  uint32_t file_type;  // llama.h: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q8_0 7,
+                       // MOSTLY_Q4_K_M 15, MOSTLY_BF16 32
+};
+
+constexpr SchemeRow kSchemes[] = {
+    {"f32", DType::kF32, false, 0},   {"f16", DType::kF16, false, 1},
+    {"bf16", DType::kBF16, false, 32}, {"q8_0", DType::kQ8_0, false, 7},
+    {"q4_0", DType::kQ4_0, false, 2}, {"q4_k_m", DType::kQ4_K, true, 15},
+};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool fits_blocks(DType type, int64_t n_cols) { return n_cols % dtype_info(type).block_size == 0; }
+
+}  // namespace
+
+Result<QuantScheme> quant_scheme_from_name(std::string_view name) {
+  std::string n = lower(name);
+  if (n == "q4_k") n = "q4_k_m";
+  for (const SchemeRow& row : kSchemes) {
+    if (n == row.name) return QuantScheme{row.name, row.base, row.k_mix, row.file_type};
+  }
+  return make_error(ErrorCode::kInvalidArgument, "unknown weight type '{}' (types: {}; q4_k = q4_k_m)", name,
+                    fmt::join(quant_scheme_names(), ", "));
+}
+
+std::vector<std::string> quant_scheme_names() {
+  std::vector<std::string> names;
+  for (const SchemeRow& row : kSchemes) names.emplace_back(row.name);
+  return names;
+}
+
+bool quant_scheme_is_quantized(const QuantScheme& scheme) {
+  return scheme.base != DType::kF32 && scheme.base != DType::kF16 && scheme.base != DType::kBF16;
+}
+
+bool quant_uses_more_bits(int64_t layer, int64_t n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+Result<DType> quant_scheme_tensor_type(const QuantScheme& scheme, const plan::PlanTensor& t,
+                                       const plan::PlanModel& model) {
+  using plan::TensorRole;
+  if (t.is_vector()) return DType::kF32;
+  if (!quant_scheme_is_quantized(scheme)) return scheme.base;
+
+  DType type = scheme.base;
+  const bool output_like = t.role == TensorRole::kOutput ||
+                           (t.role == TensorRole::kTokenEmbd && model.tied_embeddings);
+  if (output_like) {
+    if (!fits_blocks(type, t.n_cols)) {
+      type = DType::kQ8_0;
+    } else if (type != DType::kQ8_0) {
+      type = DType::kQ6_K;
+    }
+  } else if (scheme.k_mix && (t.role == TensorRole::kAttnV || t.role == TensorRole::kFfnDown) &&
+             quant_uses_more_bits(t.layer, model.n_layers)) {
+    type = DType::kQ6_K;
+  }
+  if (fits_blocks(type, t.n_cols)) return type;
+  if (type != DType::kQ6_K && type != DType::kQ4_K) {
+    return make_error(ErrorCode::kUnsupported,
+                      "tensor '{}': rows of {} values are not whole {} blocks of {} (llama.cpp refuses such a "
+                      "tensor too)",
+                      t.name, t.n_cols, dtype_name(type), dtype_info(type).block_size);
+  }
+  // llama.cpp: q6_K -> q8_0, q4_K -> q5_0 (not in tally: q8_0), then f16 if still not whole blocks.
+  type = DType::kQ8_0;
+  if (!fits_blocks(type, t.n_cols)) type = DType::kF16;
+  return type;
+}
+
+}  // namespace tally::quant

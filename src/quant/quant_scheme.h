@@ -1,0 +1,58 @@
+// How a model's tensors are stored: one ggml type for every matrix, or llama.cpp's q4_k_m
+// mix, with the per-tensor choices llama.cpp's llama-quantize makes (llama_tensor_get_type in
+// src/llama-quant.cpp), restricted to the types tally can compute:
+//
+//   vectors (norms, biases, rope_freqs)  f32, whatever the scheme (llama.cpp quantizes only
+//                                        tensors of 2+ dims)
+//   f32 / f16 / bf16                     every matrix in that type (convert_hf_to_gguf.py)
+//   quantized schemes (q8_0, q4_0, q4_k_m):
+//     output.weight, or token_embd.weight when the output is tied to it:
+//                                        q8_0 stays q8_0; q4_0 and q4_k_m give q6_K
+//     token_embd.weight (untied)         the base type
+//     q4_k_m only: attn_v and ffn_down of layer i get q6_K when
+//                  i < L/8 || i >= 7L/8 || (i - L/8) % 3 == 2   (llama.cpp's use_more_bits;
+//                  it counts attn_v tensors in layer order, so its index is the layer)
+//     everything else                    the base type
+//   rows that are not whole blocks of the chosen type fall back as llama.cpp does:
+//     q6_K -> q8_0; q4_K -> q5_0 in llama.cpp, but tally has no q5_0 kernels, so q8_0 here
+//     (the one deviation; it hits Qwen2.5-0.5B, whose rows of 896 are not multiples of 256);
+//     (then f16 if even q8_0 does not fit); q8_0 / q4_0 rows that are not multiples of 32 are
+//     an error, as in llama.cpp.
+// Not modelled: llama.cpp's bump of attn_v from q4_K to q5_K in 70B llama models (tally has no
+// q5_K kernels: a llama-*-70b q4_k_m file keeps those in q4_K) and its MoE rules.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "plan/plan_model.h"
+#include "tensor/dtype.h"
+
+namespace tally::quant {
+
+struct QuantScheme {
+  std::string name;           // "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"
+  DType base = DType::kF16;   // the type of ordinary matrices
+  bool k_mix = false;         // q4_k_m: some attn_v / ffn_down in q6_K
+  uint32_t file_type = 1;     // general.file_type, llama.cpp's llama_ftype number
+};
+
+// f32, f16, bf16, q8_0, q4_0, q4_k_m; "q4_k" is an alias of q4_k_m (as in llama-quantize).
+// Case-insensitive.
+Result<QuantScheme> quant_scheme_from_name(std::string_view name);
+std::vector<std::string> quant_scheme_names();
+
+bool quant_scheme_is_quantized(const QuantScheme& scheme);
+
+// llama.cpp's use_more_bits(i_layer, n_layers).
+bool quant_uses_more_bits(int64_t layer, int64_t n_layers);
+
+// The type of `tensor` (a tensor of `model.tensors`) under `scheme`; an error when its rows
+// cannot be stored in the scheme's type (see above).
+Result<DType> quant_scheme_tensor_type(const QuantScheme& scheme, const plan::PlanTensor& tensor,
+                                       const plan::PlanModel& model);
+
+}  // namespace tally::quant

@@ -1,0 +1,114 @@
+// Synthetic models run: Model::load of a tiny synthetic file of each type (llama, qwen2,
+// Llama 3 rope scaling) and a forward pass over a few tokens give finite, non-constant logits.
+// (A folder of its own: it needs the model library, which the quant tests do not link.)
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "base/thread_pool.h"
+#include "io/gguf_writer.h"
+#include "model/model.h"
+#include "plan/plan_model.h"
+#include "quant/synthetic_model.h"
+#include "support/test_data.h"
+
+namespace tally {
+namespace {
+
+quant::SyntheticModelSpec tiny(const char* arch) {
+  plan::PlanModel m;
+  m.name = fmt::format("tiny-{}", arch);
+  m.architecture = arch;
+  m.n_layers = 2;
+  m.n_embd = 256;
+  m.n_heads = 4;
+  m.n_kv_heads = 2;
+  m.head_dim = 64;
+  m.n_ff = 512;
+  m.n_vocab = 300;
+  m.context_length = 256;
+  m.tied_embeddings = std::string(arch) == "qwen2";
+  m.qkv_bias = m.tied_embeddings;
+  quant::SyntheticModelSpec spec;
+  spec.shape = *plan::plan_model_finish(m);
+  return spec;
+}
+
+std::string tiny_vocab() {
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 300; ++i) tokens.push_back(fmt::format("t{}", i));
+  io::GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  const std::string path = tally_test::temp_dir() + "/forward_vocab.gguf";
+  EXPECT_TRUE(w.write(path).ok());
+  return path;
+}
+
+// Logits of the last of `tokens` (one sequence, one step).
+std::vector<float> last_logits(const Model& model, const std::vector<int32_t>& tokens) {
+  const int64_t block_size = 16;
+  auto kv = KvCache::create(KvCacheShape::for_model(model.config(), 4, block_size));
+  EXPECT_TRUE(kv.ok()) << kv.status().to_string();
+  ForwardScratch scratch(model.config(), 16);
+  ThreadPool pool(2);
+  const std::vector<int32_t> table = {0, 1, 2, 3};
+  const std::vector<BatchSequence> seqs = {{table}};
+  std::vector<int32_t> positions, seq_index;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    positions.push_back(static_cast<int32_t>(i));
+    seq_index.push_back(0);
+  }
+  const std::vector<int32_t> logit_rows = {static_cast<int32_t>(tokens.size()) - 1};
+  const Batch batch{tokens, positions, seq_index, seqs, logit_rows};
+  std::vector<float> logits(static_cast<size_t>(model.config().n_vocab));
+  const Status st = model.forward(batch, *kv, scratch, pool, logits.data());
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return logits;
+}
+
+void expect_runs(const quant::SyntheticModelSpec& spec, const char* type) {
+  SCOPED_TRACE(fmt::format("{} {}", spec.shape.name, type));
+  quant::SyntheticOptions o;
+  o.spec = spec;
+  o.type = type;
+  o.seed = 3;
+  o.n_threads = 2;
+  o.vocab_gguf = tiny_vocab();
+  o.output_path = fmt::format("{}/forward_{}_{}.gguf", tally_test::temp_dir(), spec.shape.name, type);
+  auto written = quant::write_synthetic_model(o);
+  ASSERT_TRUE(written.ok()) << written.status().to_string();
+  auto model = Model::load(o.output_path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().n_vocab, 300);
+  EXPECT_EQ((*model)->config().tied_output, spec.shape.tied_embeddings);
+  EXPECT_EQ((*model)->config().has_rope_freqs, spec.llama3_rope.has_value());
+  const auto logits = last_logits(**model, {1, 17, 250, 42, 9});
+  float lo = logits[0], hi = logits[0];
+  for (float v : logits) {
+    ASSERT_TRUE(std::isfinite(v));
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  EXPECT_GT(hi - lo, 1e-4f);  // depends on the token, not a constant
+  std::remove(o.output_path.c_str());
+}
+
+TEST(SyntheticForward, LlamaOfEveryTypeRunsWithFiniteLogits) {
+  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}) expect_runs(tiny("llama"), type);
+}
+
+TEST(SyntheticForward, Qwen2AndLlama3RopeScalingRun) {
+  expect_runs(tiny("qwen2"), "q4_k_m");
+  quant::SyntheticModelSpec llama3 = tiny("llama");
+  llama3.rope_freq_base = 500000.0f;
+  llama3.llama3_rope = quant::Llama3RopeScaling{32.0f, 1.0f, 4.0f, 8192};
+  llama3.head_dim_keys = true;
+  expect_runs(llama3, "q8_0");
+}
+
+}  // namespace
+}  // namespace tally
