@@ -21,6 +21,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 if [[ "$FUZZ_SECONDS" != 0 && -x scripts/fuzz.sh ]]; then
   echo "== fuzzing (${FUZZ_SECONDS}s per target)"
-  FUZZ_SECONDS="$FUZZ_SECONDS" scripts/fuzz.sh
+  bash scripts/fuzz.sh "$FUZZ_SECONDS"
 fi
 echo "== all tests passed"

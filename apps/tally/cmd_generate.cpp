@@ -50,7 +50,7 @@ int run_generate(GenerateArgs args) {
   if (!model.ok()) return report_error(model.status());
   const ModelConfig& config = (*model)->config();
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
-  if (!tokenizer.ok()) return report_error(tokenizer.status().with_context(args.model));
+  if (!tokenizer.ok()) return report_error(tokenizer.status());
   const Tokenizer& tok = **tokenizer;
   if (Status st = args.sampling.validate(static_cast<int32_t>(config.n_vocab)); !st.ok()) return report_error(st);
 

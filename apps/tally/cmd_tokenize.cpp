@@ -22,7 +22,7 @@ int run_tokenize(const TokenizeArgs& args) {
   auto file = io::GgufFile::open(args.model);
   if (!file.ok()) return report_error(file.status());
   auto tok = Tokenizer::from_gguf(*file);
-  if (!tok.ok()) return report_error(tok.status().with_context(args.model));
+  if (!tok.ok()) return report_error(tok.status());
   const auto ids = (*tok)->encode(args.text, !args.no_special, args.parse_special);
   if (args.ids_only) {
     for (size_t i = 0; i < ids.size(); ++i) fmt::print("{}{}", i ? " " : "", ids[i]);
