@@ -12,8 +12,8 @@
 //    Q8_0/Q4_0, 256 for Q4_K/Q6_K) goes to lane b % 8 as
 //      lane = fma(w_scale * x_scale, float(int_dot), lane)
 //    (Q4_K then also lane = fma(-(w_min_scale * x_scale), float(int_min_dot), lane)),
-//    then lanes8_reduce. Unused lanes stay +0; a lane is never -0, so adding 0*0 to it is a
-//    no-op and vector code may process missing blocks as zeros.
+//    then lanes8_reduce. Lanes that get no block keep their value (vector code must not
+//    even add 0 to them: that would turn a -0 into +0).
 // Floating point inside these files must never be left to contraction: every multiply-add is
 // an explicit fma, and no float product is added except through fma.
 #pragma once

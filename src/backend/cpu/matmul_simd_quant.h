@@ -91,9 +91,9 @@ struct Q4_0Ops {
   }
 };
 
-// Blocks g .. g+cnt-1 (cnt <= 8) into lanes 0..cnt-1 of acc[t] for each token; missing blocks
-// count as 0 * 0, which leaves a lane unchanged (matmul_kernels.h). Inlined with cnt = 8 in
-// the main loop, so the tail handling folds away there.
+// Blocks g .. g+cnt-1 (cnt <= 8) into lanes 0..cnt-1 of acc[t] for each token; the other
+// lanes are left as they are. Inlined with cnt = 8 in the main loop, so the tail handling
+// folds away there.
 template <class Isa, class Ops, int T>
 [[gnu::always_inline]] static inline void block32_group(const typename Ops::Block* blocks,
                                                         const TokenRows<T>& x, int64_t g, int cnt,
@@ -142,7 +142,15 @@ template <class Isa, class Ops, int T>
         sums = _mm256_cvtepi16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sx)));
     }
     if (Ops::kMinus8) dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(sums, 3));
-    acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_scale, x_scale), _mm256_cvtepi32_ps(dot), acc[t]);
+    const __m256 updated =
+        _mm256_fmadd_ps(_mm256_mul_ps(w_scale, x_scale), _mm256_cvtepi32_ps(dot), acc[t]);
+    if (cnt == 8) {
+      acc[t] = updated;
+    } else {  // lanes without a block keep their value exactly (even a -0)
+      const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256 live = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane));
+      acc[t] = _mm256_blendv_ps(acc[t], updated, live);
+    }
   }
 }
 
