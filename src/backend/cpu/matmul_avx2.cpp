@@ -87,14 +87,25 @@ void float_rows(const MatmulTile& tile, int64_t o, int64_t t0, int64_t t_end) {
                             w.n_out);
 }
 
-// Tokens in blocks of 8 (their f32 rows stay in L2) against the tile's rows, 4 at a time.
+// Tokens in blocks of 8 (their f32 rows stay in L2) against the tile's rows, 4 at a time; a
+// lone token (decode's matvec) takes 8 rows at a time, so that 8 independent fma chains hide
+// the fma latency.
 template <class Load>
 void tile_float(const MatmulTile& tile) {
   constexpr int64_t kTokenBlock = 8;
   const int64_t n_tokens = tile.acts->n_tokens;
+  const WeightMatrix& w = *tile.w;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
     const int64_t t_end = t0 + kTokenBlock < n_tokens ? t0 + kTokenBlock : n_tokens;
     int64_t o = tile.row_begin;
+    if (t_end - t0 == 1) {
+      for (; o + 8 <= tile.row_end; o += 8) {
+        const uint8_t* rows[8];
+        for (int r = 0; r < 8; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
+        float_block<Load, 8, 1>(rows, tile.acts->x + t0 * w.n_in, w.n_in,
+                                tile.y + t0 * w.n_out + o, w.n_out);
+      }
+    }
     for (; o + 4 <= tile.row_end; o += 4) float_rows<Load, 4>(tile, o, t0, t_end);
     for (; o < tile.row_end; ++o) float_rows<Load, 1>(tile, o, t0, t_end);
   }
