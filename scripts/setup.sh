@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build ccache git pkg-config
   clang libclang-rt-14-dev          # libFuzzer + sanitizer runtimes
   libgtest-dev libgmock-dev libbenchmark-dev
+  libsimde-dev                      # AVX-512 matmul kernels tested under emulation
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libpcre2-dev libxxhash-dev
   python3                           # test helpers (golden-vector readers)
