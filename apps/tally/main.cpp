@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   add("generate", "Generate text from a prompt, streamed to stdout", add_generate_command);
   add("info", "Print a model's architecture, hyper-parameters and tensors", add_info_command);
   add("tokenize", "Print the token ids and pieces of a text", add_tokenize_command);
-  add("convert", "Convert a model into GGUF (llama2.c checkpoints)", add_convert_command);
+  add("convert", "Convert a model into GGUF (llama2.c checkpoints) or write a synthetic one", add_convert_command);
   add("plan", "Memory ledger: weights, activations, KV cache and what fits a budget", add_plan_command);
 
   if (argc > 1 && argv[1][0] != '-') {

@@ -1,0 +1,59 @@
+// `tally convert --synthetic` as a user runs it: a real preset's shapes written, readable by
+// `tally info`, runnable by `tally generate`; flag mistakes are one-line usage errors.
+// (Byte-identity across thread counts is tested on small shapes in tests/unit/quant.)
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+#include "support/run_command.h"
+#include "support/test_data.h"
+
+namespace {
+
+using tally_test::run_command;
+using tally_test::shell_quote;
+
+std::string tally(const std::string& args) { return tally_test::tally_binary() + " " + args; }
+
+TEST(ConvertSynthetic, Stories110MQ4_0WritesAndRuns) {
+  TALLY_REQUIRE_SHARED("models/ggml-vocab/ggml-vocab-llama-spm.gguf", vocab);
+  const std::string a = tally_test::temp_dir() + "/s110_a.gguf";
+  const std::string common = "convert --synthetic stories110M --type q4_0 --seed 9 --vocab-from " + shell_quote(vocab);
+  auto r = run_command(tally(common + " --threads 2 -o " + shell_quote(a)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("110 tensors"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("32000 tokens"), std::string::npos) << r.err;
+
+  r = run_command(tally("info " + shell_quote(a)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("synthetic stories110M"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("109529856"), std::string::npos) << r.out;  // llama2.c's 110M model
+  r = run_command(tally("generate -m " + shell_quote(a) + " -p hello -n 3 --temp 0"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::remove(a.c_str());
+}
+
+TEST(ConvertSynthetic, FlagMistakesAreUsageErrors) {
+  const std::string out = " -o " + shell_quote(tally_test::temp_dir() + "/never.gguf");
+  const std::pair<std::string, std::string> cases[] = {
+      {"convert" + out, "give one of --llama2c or --synthetic"},
+      {"convert --synthetic tinyllama-1.1b --llama2c " + shell_quote(tally_test::repo_path("README.md")) +
+           " --tokenizer " + shell_quote(tally_test::repo_path("README.md")) + out,
+       "give one of"},
+      {"convert --synthetic gpt-5" + out, "no model preset named 'gpt-5'"},
+      {"convert --synthetic tinyllama-1.1b --type q5_0" + out, "unknown weight type 'q5_0'"},
+      {"convert --seed 3 --llama2c " + shell_quote(tally_test::repo_path("README.md")) + " --tokenizer " +
+           shell_quote(tally_test::repo_path("README.md")) + out,
+       "--seed only applies to --synthetic"},
+  };
+  for (const auto& [args, needle] : cases) {
+    SCOPED_TRACE(args);
+    auto r = run_command(tally(args));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  EXPECT_FALSE(tally_test::file_exists(tally_test::temp_dir() + "/never.gguf"));
+}
+
+}  // namespace
