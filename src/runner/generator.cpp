@@ -15,12 +15,12 @@ double seconds_since(Clock::time_point t0) {
 }
 }  // namespace
 
-const char* finish_reason_name(FinishReason r) {
+const char* finish_reason_name(GenerateFinish r) {
   switch (r) {
-    case FinishReason::kLength: return "length";
-    case FinishReason::kStopToken: return "stop";
-    case FinishReason::kCallback: return "stop";
-    case FinishReason::kContextFull: return "context";
+    case GenerateFinish::kLength: return "length";
+    case GenerateFinish::kStopToken: return "stop";
+    case GenerateFinish::kCallback: return "stop";
+    case GenerateFinish::kContextFull: return "context";
   }
   return "?";
 }
@@ -93,18 +93,18 @@ Result<GenerateStats> Generator::generate(const GenerateRequest& request,
     const bool is_stop = std::find(request.stop_tokens.begin(), request.stop_tokens.end(), token) !=
                          request.stop_tokens.end();
     if (is_stop && !request.ignore_eos) {
-      stats.finish = FinishReason::kStopToken;
+      stats.finish = GenerateFinish::kStopToken;
       break;
     }
     history.push_back(token);
     stats.n_generated += 1;
     if (!on_token(token)) {
-      stats.finish = FinishReason::kCallback;
+      stats.finish = GenerateFinish::kCallback;
       break;
     }
     if (i + 1 == request.max_new_tokens) break;  // no forward for a token nobody samples
     if (static_cast<int64_t>(history.size()) >= max_context_) {
-      stats.finish = FinishReason::kContextFull;
+      stats.finish = GenerateFinish::kContextFull;
       break;
     }
     TALLY_RETURN_IF_ERROR(run(history.size() - 1, history.size()));

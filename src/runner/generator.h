@@ -27,8 +27,8 @@ struct GenerateRequest {
   std::vector<int32_t> stop_tokens;  // end generation when sampled (EOS, EOT, ... and BOS)
 };
 
-enum class FinishReason { kLength, kStopToken, kCallback, kContextFull };
-const char* finish_reason_name(FinishReason r);
+enum class GenerateFinish { kLength, kStopToken, kCallback, kContextFull };
+const char* finish_reason_name(GenerateFinish r);
 
 struct GenerateStats {
   int32_t n_prompt = 0;
@@ -36,7 +36,7 @@ struct GenerateStats {
   double prefill_seconds = 0;  // forward passes over the prompt
   double ttft_seconds = 0;     // start -> first sampled token
   double decode_seconds = 0;   // after the first token -> the last
-  FinishReason finish = FinishReason::kLength;
+  GenerateFinish finish = GenerateFinish::kLength;
 };
 
 class Generator {

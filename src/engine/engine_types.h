@@ -1,0 +1,94 @@
+// What crosses the engine's boundary: requests in, events out, metrics and the memory ledger.
+// Plain data only, so the server (src/server) depends on these types and never on tensors.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "sampling/sampling_params.h"
+#include "sched/request.h"
+
+namespace tally {
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;   // token ids (BOS included when the model wants one)
+  SamplingParams sampling;       // seed kRandomSeed = drawn per request
+  int32_t max_tokens = 16;       // output tokens per sample (clipped to the context)
+  int32_t min_tokens = 0;        // end-of-generation tokens are ignored before this many
+  int32_t n = 1;                 // parallel samples sharing the prompt's KV blocks
+  int32_t priority = 0;          // lower runs first
+  bool ignore_eos = false;
+  std::vector<std::string> stop;  // stop strings (OpenAI semantics: not included in text)
+  bool detokenize = true;         // produce text deltas (UTF-8 safe)
+};
+
+enum class EngineEventKind : uint8_t {
+  kToken,     // one sampled token of one sample (text may be empty while UTF-8 is incomplete)
+  kFinished,  // one sample ended (finish reason set); the last kFinished has request_done
+  kError,     // the request failed (status set); nothing else follows for it
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+struct RequestTiming {
+  double queue_seconds = 0;    // arrival -> first scheduled
+  double prefill_seconds = 0;  // first scheduled -> first token
+  double ttft_seconds = 0;     // arrival -> first token
+  double decode_seconds = 0;   // first token -> finish
+  double e2e_seconds = 0;      // arrival -> finish
+};
+
+struct EngineEvent {
+  EngineEventKind kind = EngineEventKind::kToken;
+  RequestId request_id = 0;
+  int32_t index = 0;          // which sample (0..n-1)
+  int32_t token = -1;         // kToken
+  std::string text;           // kToken: text this token completes (stop strings removed)
+  std::optional<float> logprob;            // when the request asked for logprobs
+  std::vector<TokenLogprob> top_logprobs;  // when asked
+  FinishReason finish = FinishReason::kNone;  // kFinished: kStop, kLength, kAbort
+  std::string stop_string;    // kFinished by a stop string: which one
+  bool request_done = false;  // the request's last event
+  int32_t prompt_tokens = 0;  // usage, on kFinished
+  int32_t completion_tokens = 0;
+  RequestTiming timing;       // on kFinished
+  Status status;              // kError
+};
+
+// A snapshot of the engine's counters for /metrics and benchmarks.
+struct EngineMetrics {
+  int32_t num_requests_running = 0;
+  int32_t num_requests_waiting = 0;
+  double kv_cache_usage = 0;   // used blocks / blocks, 0..1
+  int64_t num_preemptions_total = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  int64_t steps_total = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_free = 0;
+  double kv_utilization = 0;   // tokens stored / slots in used blocks, averaged over steps
+};
+
+// Every allocation the engine made, by kind (what `tally plan` predicts).
+struct MemoryLedger {
+  int64_t weight_bytes_mapped = 0;    // views into the GGUF mmap
+  int64_t weight_bytes_owned = 0;     // converted or repacked copies
+  int64_t activation_bytes = 0;       // ForwardScratch + logits
+  int64_t kv_bytes = 0;               // the KV pool
+  int64_t kv_blocks = 0;
+  int64_t block_size = 0;
+  int64_t token_capacity = 0;         // kv_blocks * block_size
+  int64_t kv_bytes_per_token = 0;
+  int64_t other_bytes = 0;            // sampler buffers, tables, ...
+  int64_t total() const {
+    return weight_bytes_mapped + weight_bytes_owned + activation_bytes + kv_bytes + other_bytes;
+  }
+};
+
+}  // namespace tally
