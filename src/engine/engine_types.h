@@ -8,10 +8,16 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sampling/sampler_steps.h"
 #include "sampling/sampling_params.h"
 #include "sched/request.h"
 
 namespace tally {
+
+// The seed sample `index` of a request draws with: the request's seed itself for sample 0,
+// a splitmix64 mix of (seed, index) for the others. So sample i of an n > 1 request produces
+// what an n = 1 request with seed engine_sample_seed(seed, i) produces. Never kRandomSeed.
+uint64_t engine_sample_seed(uint64_t seed, int32_t index);
 
 struct EngineRequest {
   std::vector<int32_t> prompt;   // token ids (BOS included when the model wants one)
@@ -31,10 +37,7 @@ enum class EngineEventKind : uint8_t {
   kError,     // the request failed (status set); nothing else follows for it
 };
 
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0;
-};
+// TokenLogprob {token, logprob} is the sampler's own (sampling/sampler_steps.h).
 
 struct RequestTiming {
   double queue_seconds = 0;    // arrival -> first scheduled
@@ -48,8 +51,12 @@ struct EngineEvent {
   EngineEventKind kind = EngineEventKind::kToken;
   RequestId request_id = 0;
   int32_t index = 0;          // which sample (0..n-1)
-  int32_t token = -1;         // kToken
-  std::string text;           // kToken: text this token completes (stop strings removed)
+  int32_t token = -1;         // kToken; kFinished by a stop token (EOS...): that token, which
+                              // is not sent as a kToken (it has no text) but is counted in
+                              // completion_tokens
+  std::string text;           // kToken: text this token completes (stop strings removed);
+                              // kFinished: text held back until the end (an unfinished
+                              // character or a partial stop string), usually empty
   std::optional<float> logprob;            // when the request asked for logprobs
   std::vector<TokenLogprob> top_logprobs;  // when asked
   FinishReason finish = FinishReason::kNone;  // kFinished: kStop, kLength, kAbort

@@ -40,46 +40,54 @@ Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
 
 Scheduler::Scheduler(const SchedulerConfig& config) : config_(config), kv_(config.kv) {}
 
-int32_t Scheduler::worst_case_blocks(const RequestSpec& spec) const {
+int32_t Scheduler::worst_case_blocks(const SchedulerConfig& config, const RequestSpec& spec) {
   // Blocks the request needs when it runs alone, counted the way schedule() counts them (a
   // copy-on-write per sample), so that a request that passes this check always fits alone.
+  const int32_t bs = config.kv.block_size;
+  const auto blocks_for = [bs](int64_t n) { return static_cast<int32_t>((n + bs - 1) / bs); };
   const int32_t prompt = static_cast<int32_t>(spec.prompt.size());
-  const int32_t max_out = std::min(spec.max_tokens, config_.max_model_len - prompt);
+  const int32_t max_out = std::min(spec.max_tokens, config.max_model_len - prompt);
   const int32_t stored = prompt + max_out - 1;  // the last sampled token is never computed
-  if (config_.policy == SchedulePolicy::kStatic) {
-    return spec.n * kv_.blocks_for(config_.max_model_len);
+  if (config.policy == SchedulePolicy::kStatic) {
+    return spec.n * blocks_for(config.max_model_len);
   }
-  if (spec.n == 1) return kv_.blocks_for(stored);
-  const int32_t shared_full = prompt / kv_.block_size();
-  return kv_.blocks_for(prompt) + spec.n * (kv_.blocks_for(stored) - shared_full);
+  if (spec.n == 1) return blocks_for(stored);
+  const int32_t shared_full = prompt / bs;
+  return blocks_for(prompt) + spec.n * (blocks_for(stored) - shared_full);
 }
 
-Status Scheduler::add_request(RequestSpec spec) {
+Status Scheduler::check_request(const SchedulerConfig& config, const RequestSpec& spec) {
   const RequestId id = spec.id;
   const int64_t prompt = static_cast<int64_t>(spec.prompt.size());
-  if (requests_.count(id)) {
-    return make_error(ErrorCode::kInvalidArgument, "request {}: id already in use", id);
-  }
   if (prompt == 0) return make_error(ErrorCode::kInvalidArgument, "request {}: empty prompt", id);
-  if (prompt >= config_.max_model_len) {
+  if (prompt >= config.max_model_len) {
     return make_error(ErrorCode::kInvalidArgument,
                       "request {}: prompt has {} tokens, the context holds {} (the prompt must "
                       "be shorter to leave room for output)",
-                      id, prompt, config_.max_model_len);
+                      id, prompt, config.max_model_len);
   }
   if (spec.max_tokens < 1) {
     return make_error(ErrorCode::kInvalidArgument, "request {}: max_tokens {} (must be >= 1)",
                       id, spec.max_tokens);
   }
-  if (spec.n < 1 || spec.n > config_.max_seqs) {
+  if (spec.n < 1 || spec.n > config.max_seqs) {
     return make_error(ErrorCode::kInvalidArgument, "request {}: n = {} (must be in [1, {}])", id,
-                      spec.n, config_.max_seqs);
+                      spec.n, config.max_seqs);
   }
-  if (const int32_t blocks = worst_case_blocks(spec); blocks > kv_.n_blocks()) {
+  if (const int32_t blocks = worst_case_blocks(config, spec); blocks > config.kv.n_blocks) {
     return make_error(ErrorCode::kInvalidArgument,
                       "request {}: needs up to {} KV blocks running alone, the pool has {}", id,
-                      blocks, kv_.n_blocks());
+                      blocks, config.kv.n_blocks);
   }
+  return Status::ok_status();
+}
+
+Status Scheduler::add_request(RequestSpec spec) {
+  const RequestId id = spec.id;
+  if (requests_.count(id)) {
+    return make_error(ErrorCode::kInvalidArgument, "request {}: id already in use", id);
+  }
+  TALLY_RETURN_IF_ERROR(check_request(config_, spec));
   if (static_cast<int64_t>(waiting_.size()) >= config_.max_waiting) {
     return make_error(ErrorCode::kResourceExhausted,
                       "request {}: {} requests already wait (max_waiting): try later", id,
@@ -111,6 +119,46 @@ Status Scheduler::abort_request(RequestId id) {
   if (!it->second->abort_pending) {
     it->second->abort_pending = true;
     pending_aborts_.push_back(id);
+  }
+  return Status::ok_status();
+}
+
+Status Scheduler::finish_sample(RequestId id, int32_t seq_index, FinishReason why) {
+  TALLY_CHECK(!awaiting_update_, "finish_sample() between schedule() and update()");
+  TALLY_CHECK(why != FinishReason::kNone, "finish_sample() without a reason");
+  auto it = requests_.find(id);
+  if (it == requests_.end()) {
+    return make_error(ErrorCode::kNotFound, "finish: request {} is unknown or finished", id);
+  }
+  Request& r = *it->second;
+  if (seq_index < 0 || seq_index >= r.spec.n) {
+    return make_error(ErrorCode::kInvalidArgument, "finish: request {} has no sample {}", id,
+                      seq_index);
+  }
+  Sequence& s = r.samples[seq_index];
+  if (!s.live()) {
+    return make_error(ErrorCode::kNotFound, "finish: sample {} of request {} already ended",
+                      seq_index, id);
+  }
+  s.finish = why;
+  if (kv_.contains(s.id)) {
+    kv_.free(s.id);
+    pending_freed_.push_back(s.id);
+  }
+  s.num_computed = 0;
+  s.runner_knows = false;
+  s.table_sent = 0;
+  --r.n_live;
+  if (r.status == RequestStatus::kRunning) --running_slots_;
+  // An abort already pending retires the request at the next schedule() itself.
+  if (r.n_live > 0 || r.abort_pending) return Status::ok_status();
+  if (r.status == RequestStatus::kRunning) {
+    retire(r);
+  } else {
+    waiting_.erase(&r);
+    free_request_kv(r, pending_freed_);
+    pending_finished_.push_back(id);
+    requests_.erase(it);
   }
   return Status::ok_status();
 }

@@ -94,9 +94,19 @@ class Scheduler {
   // max_tokens, more KV than the whole pool, a duplicate id); kResourceExhausted when
   // max_waiting requests already wait (back-pressure: try later).
   Status add_request(RequestSpec spec);
+  // The checks of add_request() that depend only on the config, not on the queue (all but
+  // the duplicate id and back-pressure): lets a caller on another thread refuse a request at
+  // once, before handing it to the thread that owns the scheduler.
+  static Status check_request(const SchedulerConfig& config, const RequestSpec& spec);
   // Marks the request; its blocks are freed, and its end reported, at the next schedule().
   // kNotFound for an unknown or finished request. Aborting twice is fine.
   Status abort_request(RequestId id);
+  // Ends one live sample from outside, between update() and the next schedule() (the
+  // engine's stop strings): its blocks are freed now; when it was the request's last live
+  // sample the request retires as in update() (reported by the next schedule()). No event is
+  // produced: the caller reports the end. kNotFound for an unknown request or a sample that
+  // already ended; kInvalidArgument for a sample index out of range.
+  Status finish_sample(RequestId id, int32_t seq_index, FinishReason why);
 
   // Fills `out` (cleared first, capacity kept) with this step's plan.
   void schedule(SchedulerOutput& out);
@@ -131,7 +141,7 @@ class Scheduler {
   };
 
   // scheduler.cpp: requests in and out of the queues.
-  int32_t worst_case_blocks(const RequestSpec& spec) const;
+  static int32_t worst_case_blocks(const SchedulerConfig& config, const RequestSpec& spec);
   void make_running(Request& r);
   void remove_running(Request& r);
   void free_request_kv(Request& r, std::vector<SeqId>& freed);

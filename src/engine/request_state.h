@@ -1,0 +1,58 @@
+// What the engine keeps per request besides the scheduler's view: the caller's callback, one
+// sampler, detokenizer and stop-string matcher per sample, and the timestamps of its timing.
+// Owned and touched by the engine thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/engine_types.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_matcher.h"
+#include "tokenizer/streaming_detokenizer.h"
+
+namespace tally {
+
+using EngineClock = std::chrono::steady_clock;
+
+struct SampleState {
+  SampleState(const SamplingParams& params, int32_t n_vocab, const Tokenizer& tokenizer,
+              const std::vector<std::string>& stops)
+      : sampler(params, n_vocab), detok(tokenizer), stop(stops) {}
+
+  Sampler sampler;
+  StreamingDetokenizer detok;
+  StopMatcher stop;
+  int32_t n_generated = 0;  // tokens sampled, a final stop token included
+  bool done = false;        // its kFinished went out
+};
+
+struct RequestState {
+  RequestId id = 0;
+  EngineEventCallback on_event;
+  int32_t prompt_tokens = 0;
+  int32_t min_tokens = 0;
+  bool logprobs = false;
+  bool want_text = true;   // detokenize, or stop strings to match
+  bool send_text = true;   // detokenize: text goes into the events
+  std::vector<std::string> stop_strings;
+  std::vector<SampleState> samples;  // [n]
+  int32_t n_live = 0;      // samples without a kFinished yet
+  bool failed = false;     // ended with kError: nothing more goes out
+  EngineClock::time_point arrival;
+  EngineClock::time_point first_scheduled;
+  EngineClock::time_point first_token;
+  bool scheduled = false;
+  bool has_token = false;
+
+  // Builds the samplers: sample i draws with engine_sample_seed(seed, i).
+  static RequestState make(RequestId id, const EngineRequest& request, uint64_t seed,
+                           EngineEventCallback on_event, const Tokenizer& tokenizer,
+                           int32_t n_vocab, EngineClock::time_point arrival);
+  RequestTiming timing(EngineClock::time_point now) const;
+};
+
+}  // namespace tally

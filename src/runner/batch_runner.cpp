@@ -1,0 +1,183 @@
+#include "runner/batch_runner.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+
+namespace tally {
+
+namespace {
+
+int64_t max_rows_of(const BatchRunnerConfig& c) { return std::min(c.max_rows, c.max_tokens); }
+
+}  // namespace
+
+BatchRunnerBytes BatchRunner::bytes_for(const ModelConfig& model, const BatchRunnerConfig& c) {
+  BatchRunnerBytes b;
+  const KvCacheShape shape = KvCacheShape::for_model(model, c.n_blocks, c.block_size, c.kv_type);
+  b.kv = shape.bytes();
+  b.scratch = ForwardScratch::bytes_for(model, c.max_tokens);
+  const int64_t rows = max_rows_of(c);
+  b.logits = rows * model.n_vocab * static_cast<int64_t>(sizeof(float));
+  b.batch_arrays = 3 * c.max_tokens * static_cast<int64_t>(sizeof(int32_t)) +
+                   rows * static_cast<int64_t>(sizeof(BatchSequence) + 4 * sizeof(int32_t));
+  return b;
+}
+
+Result<std::unique_ptr<BatchRunner>> BatchRunner::create(const Model& model,
+                                                         const BatchRunnerConfig& config) {
+  if (config.max_tokens < 1 || config.max_rows < 1) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "runner: max_tokens {} and max_rows {} must be >= 1", config.max_tokens,
+                      config.max_rows);
+  }
+  const KvCacheShape shape =
+      KvCacheShape::for_model(model.config(), config.n_blocks, config.block_size, config.kv_type);
+  TALLY_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(shape));
+  return std::unique_ptr<BatchRunner>(new BatchRunner(model, config, std::move(kv)));
+}
+
+BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, KvCache kv)
+    : model_(model),
+      config_(config),
+      n_vocab_(model.config().n_vocab),
+      bytes_(bytes_for(model.config(), config)),
+      kv_(std::move(kv)),
+      scratch_(model.config(), config.max_tokens) {
+  const auto rows = static_cast<size_t>(max_rows_of(config));
+  const auto tokens = static_cast<size_t>(config.max_tokens);
+  tokens_.resize(tokens);
+  positions_.resize(tokens);
+  seq_index_.resize(tokens);
+  rows_.resize(rows);
+  logit_rows_.resize(rows);
+  row_logits_.resize(rows);
+  row_last_.resize(rows);
+  slot_logits_.reserve(rows);
+  logits_.resize(rows * static_cast<size_t>(n_vocab_));
+}
+
+Status BatchRunner::apply_tables(const SchedulerOutput& out) {
+  for (SeqId id : out.freed_seq_ids) seqs_.erase(id);
+  for (const NewSeq& ns : out.new_seqs) {
+    SeqState& s = seqs_[ns.seq_id];
+    s.tokens.assign(ns.tokens.begin(), ns.tokens.end());
+    s.block_table.assign(ns.block_table.begin(), ns.block_table.end());
+  }
+  for (const ScheduledSeq& row : out.scheduled) {
+    if (row.new_seq >= 0) continue;
+    auto it = seqs_.find(row.seq_id);
+    if (it == seqs_.end()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "runner: step {} has a table delta for unknown sequence {}", out.step,
+                        row.seq_id);
+    }
+    auto& table = it->second.block_table;
+    if (row.table_keep > static_cast<int32_t>(table.size())) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "runner: sequence {} keeps {} table entries of {}", row.seq_id,
+                        row.table_keep, table.size());
+    }
+    table.resize(static_cast<size_t>(row.table_keep));
+    for (BlockId b : out.new_blocks(row)) table.push_back(b);
+  }
+  return Status::ok_status();
+}
+
+Status BatchRunner::fill_batch(const SchedulerOutput& out) {
+  const auto n_rows = out.scheduled.size();
+  if (n_rows > rows_.size() || out.n_tokens > config_.max_tokens ||
+      out.samples.size() > rows_.size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "runner: step {} has {} rows, {} tokens and {} samples; the runner holds "
+                      "{} rows and {} tokens",
+                      out.step, n_rows, out.n_tokens, out.samples.size(), rows_.size(),
+                      config_.max_tokens);
+  }
+  int32_t t = 0;
+  for (size_t r = 0; r < n_rows; ++r) {
+    const ScheduledSeq& row = out.scheduled[r];
+    auto it = seqs_.find(row.seq_id);
+    if (it == seqs_.end()) {
+      return make_error(ErrorCode::kInvalidArgument, "runner: row {} is unknown sequence {}", r,
+                        row.seq_id);
+    }
+    const SeqState& s = it->second;
+    if (row.start < 0 || row.start + row.n_tokens > static_cast<int32_t>(s.tokens.size()) ||
+        t + row.n_tokens > config_.max_tokens) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "runner: row {} computes positions [{}, {}) of sequence {} that knows "
+                        "{} tokens",
+                        r, row.start, row.start + row.n_tokens, row.seq_id, s.tokens.size());
+    }
+    rows_[r].block_table = s.block_table;
+    for (int32_t p = row.start; p < row.start + row.n_tokens; ++p, ++t) {
+      tokens_[t] = s.tokens[p];
+      positions_[t] = p;
+      seq_index_[t] = static_cast<int32_t>(r);
+    }
+    row_last_[r] = t - 1;
+    row_logits_[r] = -1;
+  }
+  // Logits only for rows that are sampled, once per row however many slots read it, in the
+  // order the slots first name them.
+  int32_t n_logits = 0;
+  slot_logits_.clear();
+  for (const SampleSlot& slot : out.samples) {
+    TALLY_CHECK(slot.row >= 0 && static_cast<size_t>(slot.row) < n_rows, "sample slot row {}",
+                slot.row);
+    int32_t& at = row_logits_[slot.row];
+    if (at < 0) {
+      at = n_logits++;
+      logit_rows_[at] = row_last_[slot.row];
+    }
+    slot_logits_.push_back(at);
+  }
+  batch_.tokens = std::span<const int32_t>(tokens_.data(), t);
+  batch_.positions = std::span<const int32_t>(positions_.data(), t);
+  batch_.seq_index = std::span<const int32_t>(seq_index_.data(), t);
+  batch_.seqs = std::span<const BatchSequence>(rows_.data(), n_rows);
+  batch_.logit_rows = std::span<const int32_t>(logit_rows_.data(), n_logits);
+  return Status::ok_status();
+}
+
+Status BatchRunner::prepare(const SchedulerOutput& out) {
+  TALLY_RETURN_IF_ERROR(apply_tables(out));
+  for (const BlockCopy& c : out.block_copies) {
+    if (c.src < 0 || c.dst < 0 || c.src >= kv_.shape().n_blocks || c.dst >= kv_.shape().n_blocks) {
+      return make_error(ErrorCode::kInvalidArgument, "runner: block copy {} -> {} of {} blocks",
+                        c.src, c.dst, kv_.shape().n_blocks);
+    }
+    kv_.copy_block(c.src, c.dst);
+  }
+  return fill_batch(out);
+}
+
+Status BatchRunner::forward(ThreadPool& pool) {
+  if (batch_.tokens.empty()) return Status::ok_status();
+  return model_.forward(batch_, kv_, scratch_, pool, logits_.data());
+}
+
+std::span<float> BatchRunner::slot_logits(size_t k) {
+  TALLY_CHECK(k < slot_logits_.size(), "sample slot {} of {}", k, slot_logits_.size());
+  const auto n = static_cast<size_t>(n_vocab_);
+  return std::span<float>(logits_.data() + static_cast<size_t>(slot_logits_[k]) * n, n);
+}
+
+std::span<const int32_t> BatchRunner::slot_history(const SchedulerOutput& out, size_t k) const {
+  const ScheduledSeq& row = out.scheduled[static_cast<size_t>(out.samples[k].row)];
+  auto it = seqs_.find(row.seq_id);
+  TALLY_CHECK(it != seqs_.end(), "sample slot {} reads unknown sequence {}", k, row.seq_id);
+  return it->second.tokens;
+}
+
+void BatchRunner::commit(const SchedulerOutput& out, std::span<const int32_t> sampled) {
+  TALLY_CHECK(sampled.size() == out.samples.size(), "{} tokens for {} slots", sampled.size(),
+              out.samples.size());
+  for (size_t k = 0; k < sampled.size(); ++k) {
+    auto it = seqs_.find(out.samples[k].seq_id);
+    if (it != seqs_.end()) it->second.tokens.push_back(sampled[k]);
+  }
+}
+
+}  // namespace tally

@@ -1,0 +1,114 @@
+// The engine's runner: applies a SchedulerOutput to its own per-sequence state and to the KV
+// storage, builds one ragged Batch from the scheduled rows, runs Model::forward over it and
+// exposes the logits of every sample slot. Sampling itself stays with the caller (each request
+// owns its samplers); the sampled tokens come back through commit().
+//
+// One step:
+//   prepare(out)         freed sequences dropped, new ones taken in full, table deltas
+//                        applied, copy-on-write blocks copied, batch arrays filled
+//   forward(pool)        one Model::forward; logits only for the rows that are sampled
+//   slot_logits(k)       [n_vocab] of sample slot k (writable: the caller may mask tokens)
+//   slot_history(out,k)  the tokens the slot's row has seen (prompt + outputs), for penalties
+//   commit(out, tokens)  appends each slot's token to its sequence when it knows it
+//
+// Memory: the KV pool, the forward scratch, the batch arrays and the logits are allocated once
+// by create(); a step allocates only when a sequence is new or its token list grows.
+// Thread rules: not thread-safe; the engine thread alone calls it. The Model is borrowed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/batch.h"
+#include "model/forward_scratch.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "sched/scheduler_output.h"
+
+namespace tally {
+
+struct BatchRunnerConfig {
+  int64_t n_blocks = 0;
+  int64_t block_size = 16;
+  DType kv_type = DType::kF32;
+  int64_t max_tokens = 512;  // tokens per step (the scheduler's token budget)
+  int64_t max_rows = 64;     // sequences per step (the scheduler's max_seqs)
+};
+
+// Bytes create() allocates for each kind, without allocating (the ledger).
+struct BatchRunnerBytes {
+  int64_t kv = 0;           // the KV pool
+  int64_t scratch = 0;      // ForwardScratch
+  int64_t logits = 0;       // [max_rows][n_vocab] f32
+  int64_t batch_arrays = 0; // token ids, positions, sequence indices, rows, logit rows
+  int64_t activations() const { return scratch + logits + batch_arrays; }
+};
+
+class BatchRunner {
+ public:
+  static BatchRunnerBytes bytes_for(const ModelConfig& model, const BatchRunnerConfig& config);
+  static Result<std::unique_ptr<BatchRunner>> create(const Model& model,
+                                                     const BatchRunnerConfig& config);
+
+  BatchRunner(const BatchRunner&) = delete;
+  BatchRunner& operator=(const BatchRunner&) = delete;
+
+  // Steps 1-4 of scheduler_output.h, then the batch arrays. InvalidArgument when the output
+  // does not fit (more rows or tokens than configured, a delta for an unknown sequence); the
+  // per-sequence state may then be partly updated and the runner should be reset().
+  Status prepare(const SchedulerOutput& out);
+  // The forward pass over the prepared batch (nothing to do for an empty output).
+  Status forward(ThreadPool& pool);
+
+  // [n_vocab] logits of out.samples[k] of the prepared output.
+  std::span<float> slot_logits(size_t k);
+  // Tokens of the sequence whose row sample slot k reads (prompt, then outputs so far).
+  std::span<const int32_t> slot_history(const SchedulerOutput& out, size_t k) const;
+  // Step 6: each token to its slot's sequence, when this runner knows that sequence.
+  void commit(const SchedulerOutput& out, std::span<const int32_t> sampled);
+
+  // Forgets every sequence (after a failed step; the scheduler resends what it needs only
+  // after a preemption, so a reset is only safe once every request is aborted).
+  void reset() { seqs_.clear(); }
+
+  size_t n_known_seqs() const { return seqs_.size(); }
+  const KvCache& kv() const { return kv_; }
+  BatchRunnerBytes bytes() const { return bytes_; }
+  int64_t n_vocab() const { return n_vocab_; }
+
+ private:
+  struct SeqState {
+    std::vector<int32_t> tokens;       // every known token
+    std::vector<int32_t> block_table;  // logical -> physical
+  };
+
+  BatchRunner(const Model& model, const BatchRunnerConfig& config, KvCache kv);
+  Status apply_tables(const SchedulerOutput& out);
+  Status fill_batch(const SchedulerOutput& out);
+
+  const Model& model_;
+  BatchRunnerConfig config_;
+  int64_t n_vocab_;
+  BatchRunnerBytes bytes_;
+  KvCache kv_;
+  ForwardScratch scratch_;
+  std::unordered_map<int64_t, SeqState> seqs_;
+  // Batch arrays, capacity fixed at creation.
+  std::vector<int32_t> tokens_;        // [max_tokens]
+  std::vector<int32_t> positions_;     // [max_tokens]
+  std::vector<int32_t> seq_index_;     // [max_tokens]
+  std::vector<BatchSequence> rows_;    // [max_rows]
+  std::vector<int32_t> logit_rows_;    // [max_rows] token index per logits row
+  std::vector<int32_t> row_logits_;    // [max_rows] logits row of each batch row, -1 if none
+  std::vector<int32_t> row_last_;      // [max_rows] token index of each batch row's last
+  std::vector<int32_t> slot_logits_;   // [samples] logits row of each sample slot
+  std::vector<float> logits_;          // [max_rows][n_vocab]
+  Batch batch_;
+};
+
+}  // namespace tally

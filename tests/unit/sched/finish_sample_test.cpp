@@ -1,0 +1,85 @@
+// Scheduler::finish_sample (a sample ended from outside, e.g. by a stop string) and
+// Scheduler::check_request (add_request's checks without the queue).
+#include <gtest/gtest.h>
+
+#include "sched/scheduler.h"
+#include "toy_runner.h"
+
+namespace tally {
+namespace {
+
+using tally_test::ToyDriver;
+
+constexpr int32_t kVocab = 64;
+
+SchedulerConfig config() {
+  SchedulerConfig c;
+  c.max_batched_tokens = 32;
+  c.max_seqs = 4;
+  c.max_model_len = 128;
+  c.aging_steps = 0;
+  c.kv = KvCacheConfig{64, 4, 0.0};
+  return c;
+}
+
+RequestSpec spec(RequestId id, int32_t prompt_len, int32_t max_tokens, int32_t n = 1) {
+  RequestSpec r;
+  r.id = id;
+  for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back((id * 5 + i) % kVocab);
+  r.max_tokens = max_tokens;
+  r.n = n;
+  return r;
+}
+
+TEST(SchedulerFinishSample, EndsOneSampleFreesItsBlocksAndRetiresTheLast) {
+  auto made = Scheduler::create(config());
+  ASSERT_TRUE(made.ok());
+  Scheduler s = std::move(made).value();
+  ToyDriver d(s, kVocab);
+  ASSERT_TRUE(d.add(spec(1, 10, 20, /*n=*/2)).ok());
+  ASSERT_TRUE(d.add(spec(2, 6, 20)).ok());
+  while (d.outputs[1][0].size() < 3) d.step();
+  const Request* r = s.find_request(1);
+  ASSERT_NE(r, nullptr);
+  const SeqId first = r->samples[0].id;
+  ASSERT_TRUE(s.kv().contains(first));
+  const int32_t free_before = s.kv().n_free_blocks();
+
+  ASSERT_TRUE(s.finish_sample(1, 0, FinishReason::kStop).ok());
+  EXPECT_FALSE(s.kv().contains(first));
+  EXPECT_GT(s.kv().n_free_blocks(), free_before);  // its own (copied) block went back
+  EXPECT_EQ(s.finish_sample(1, 0, FinishReason::kStop).code(), ErrorCode::kNotFound);
+  EXPECT_EQ(s.finish_sample(1, 5, FinishReason::kStop).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.finish_sample(9, 0, FinishReason::kStop).code(), ErrorCode::kNotFound);
+  EXPECT_EQ(s.stats().n_running_seqs, 2);  // sample 1 and request 2
+  ASSERT_TRUE(s.kv().check_invariants().ok());
+
+  const size_t before = d.outputs[1][0].size();
+  d.step();
+  EXPECT_EQ(d.outputs[1][0].size(), before);  // sample 0 gets no more tokens
+  ASSERT_TRUE(s.finish_sample(1, 1, FinishReason::kStop).ok());
+  EXPECT_EQ(s.find_request(1), nullptr);  // the last sample retired the request
+  d.step();
+  EXPECT_NE(std::find(d.out.finished_request_ids.begin(), d.out.finished_request_ids.end(), 1),
+            d.out.finished_request_ids.end());
+  ASSERT_TRUE(d.run(1000));
+  EXPECT_EQ(s.kv().n_free_blocks(), s.kv().n_blocks());
+}
+
+TEST(SchedulerFinishSample, CheckRequestMatchesAddRequest) {
+  const SchedulerConfig c = config();
+  EXPECT_TRUE(Scheduler::check_request(c, spec(1, 10, 8)).ok());
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 0, 8)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 128, 8)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 10, 0)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 10, 8, 5)).code(), ErrorCode::kInvalidArgument);
+  // More KV than the pool holds: 64 blocks of 4 tokens; 4 samples of 119 tokens.
+  const Status big = Scheduler::check_request(c, spec(1, 20, 100, 4));
+  EXPECT_EQ(big.code(), ErrorCode::kInvalidArgument);
+  auto made = Scheduler::create(c);
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ(made->add_request(spec(1, 20, 100, 4)).code(), big.code());
+}
+
+}  // namespace
+}  // namespace tally
