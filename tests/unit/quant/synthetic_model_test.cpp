@@ -241,24 +241,5 @@ TEST(SyntheticModel, BadOptionsFailWithoutLeavingAFile) {
   EXPECT_FALSE(tally_test::file_exists(o.output_path));
 }
 
-TEST(SyntheticModel, LlamaSpmVocabIsCopiedWhole) {
-  TALLY_REQUIRE_SHARED("models/ggml-vocab/ggml-vocab-llama-spm.gguf", vocab_path);
-  SyntheticOptions o;
-  o.spec = tally_test::tiny_spec(1, 32000);
-  o.type = "q4_0";
-  o.vocab_gguf = vocab_path;
-  o.output_path = tally_test::temp_dir() + "/spm.gguf";
-  auto s = write_synthetic_model(o);
-  ASSERT_TRUE(s.ok()) << s.status().to_string();
-  EXPECT_EQ(s->n_placeholder_tokens, 0);
-  const io::GgufFile f = open(o.output_path);
-  const io::GgufFile v = open(vocab_path);
-  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}) {
-    EXPECT_EQ(f.find(key)->to_display_string(1000000), v.find(key)->to_display_string(1000000)) << key;
-  }
-  EXPECT_EQ(f.find_tensor("token_embd.weight")->dims, (std::vector<int64_t>{256, 32000}));
-  std::remove(o.output_path.c_str());
-}
-
 }  // namespace
 }  // namespace tally::quant

@@ -89,5 +89,23 @@ TEST(SyntheticVocab, Gpt2VocabPaddedToQwenSize) {
   EXPECT_EQ(*out.get_string("tokenizer.ggml.pre"), *vocab->get_string("tokenizer.ggml.pre"));
 }
 
+TEST(SyntheticVocab, LlamaSpmVocabIsCopiedWhole) {
+  TALLY_REQUIRE_SHARED("models/ggml-vocab/ggml-vocab-llama-spm.gguf", path);
+  auto vocab = io::GgufFile::open(path);
+  ASSERT_TRUE(vocab.ok());
+  io::GgufWriter w;
+  auto copy = copy_tokenizer_metadata(*vocab, 32000, w);
+  ASSERT_TRUE(copy.ok()) << copy.status().to_string();
+  EXPECT_EQ(copy->n_placeholders, 0);
+  const auto bytes = w.to_bytes();
+  const io::GgufFile out = reparse(bytes);
+  EXPECT_EQ(*out.get_string_array("tokenizer.ggml.tokens"), *vocab->get_string_array("tokenizer.ggml.tokens"));
+  EXPECT_EQ(*out.get_f32_array("tokenizer.ggml.scores"), *vocab->get_f32_array("tokenizer.ggml.scores"));
+  EXPECT_EQ(*out.get_int_array("tokenizer.ggml.token_type"), *vocab->get_int_array("tokenizer.ggml.token_type"));
+  size_t n_keys = 0;
+  for (const auto& [key, value] : vocab->metadata()) n_keys += key.starts_with("tokenizer.");
+  EXPECT_EQ(out.metadata().size(), n_keys);  // every tokenizer.* key, nothing else
+}
+
 }  // namespace
 }  // namespace tally::quant
