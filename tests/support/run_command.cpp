@@ -30,7 +30,9 @@ std::string shell_quote(const std::string& s) {
 CommandResult run_command(const std::string& command_line) {
   static int counter = 0;
   const std::string base = temp_dir() + "/cmd" + std::to_string(counter++);
-  const std::string full = command_line + " >" + base + ".out 2>" + base + ".err </dev/null";
+  // Braces, so a redirection inside command_line (cmd < file) wins over the outer </dev/null.
+  const std::string full =
+      "{ " + command_line + "\n} >" + base + ".out 2>" + base + ".err </dev/null";
   CommandResult r;
   int status = std::system(full.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
