@@ -84,14 +84,23 @@ class Collector {
     if (e.request_done) {
       log.done = true;
       ++n_done_;
-      cv_.notify_all();
     }
+    cv_.notify_all();
   }
   // Waits until `n` requests are done; false on timeout.
   bool wait(int64_t n, double seconds = 60) {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, std::chrono::duration<double>(seconds),
                         [&] { return n_done_ >= n; });
+  }
+  // Waits until request `key` has seen `n` kToken events (any sample); false on timeout.
+  bool wait_tokens(int64_t key, size_t n, double seconds = 60) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] {
+      size_t total = 0;
+      for (const auto& t : logs_[key].tokens) total += t.size();
+      return total >= n || logs_[key].done;
+    });
   }
   RequestLog log(int64_t key) {
     std::lock_guard<std::mutex> lock(mu_);
