@@ -43,6 +43,10 @@ class ArgBinder {
   std::vector<const Value*> bound_;
 };
 
+// str(v) bounded by the render's size limit.
+std::string str_of(Interpreter& in, const Value& v);
+void str_append(Interpreter& in, std::string& out, const Value& v);
+
 // Operators (a op b) with Python semantics and the interpreter's size budget.
 Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Value& b);
 bool contains(const Value& container, const Value& item);  // `item in container`

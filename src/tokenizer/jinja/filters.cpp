@@ -2,6 +2,10 @@
 // transformers' version (no HTML escaping, keys unsorted, ensure_ascii=False). Filters that
 // yield generators in Jinja2 (map, select, items...) yield lists here.
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <limits>
 #include <cmath>
 #include <unordered_map>
 
@@ -32,7 +36,9 @@ Value attribute_path(Interpreter& in, const Value& v, const std::string& path) {
     const size_t dot = std::min(path.find('.', start), path.size());
     const std::string part = path.substr(start, dot - start);
     if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      cur = get_item(cur, Value(static_cast<int64_t>(std::stoll(part))));
+      int64_t index = 0;
+      const auto res = std::from_chars(part.data(), part.data() + part.size(), index);
+      cur = res.ec == std::errc() ? get_item(cur, Value(index)) : Value::undefined("index out of range");
     } else {
       cur = cur.is_undefined() ? cur : get_attr(in, cur, part);
     }
@@ -41,27 +47,27 @@ Value attribute_path(Interpreter& in, const Value& v, const std::string& path) {
   return cur;
 }
 
-Value f_trim(Interpreter&, const Value& v, CallArgs& args) {
+Value f_trim(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("trim", args, {"chars"});
   const bool dflt = !a.has(0) || a.get(0).is_none();
   const std::string chars = dflt ? "" : a.get_string(0, "");
-  const std::string s = py_str(v);
+  const std::string s = str_of(in, v);
   return Value(py_strip(s, chars, true, true, dflt));
 }
 
 Value call_method(Interpreter& in, const std::string& s, std::string_view name, CallArgs& args) {
   return find_method(Value(s), name)(in, Value(s), args);
 }
-Value f_upper(Interpreter& in, const Value& v, CallArgs& a) { return call_method(in, py_str(v), "upper", a); }
-Value f_lower(Interpreter& in, const Value& v, CallArgs& a) { return call_method(in, py_str(v), "lower", a); }
+Value f_upper(Interpreter& in, const Value& v, CallArgs& a) { return call_method(in, str_of(in, v), "upper", a); }
+Value f_lower(Interpreter& in, const Value& v, CallArgs& a) { return call_method(in, str_of(in, v), "lower", a); }
 Value f_capitalize(Interpreter& in, const Value& v, CallArgs& a) {
-  return call_method(in, py_str(v), "capitalize", a);
+  return call_method(in, str_of(in, v), "capitalize", a);
 }
 
 // Jinja2's title: words start after white space, '-', or an opening bracket.
-Value f_title(Interpreter&, const Value& v, CallArgs& args) {
+Value f_title(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("title", args, {});
-  std::string s = py_str(v);
+  std::string s = str_of(in, v);
   bool word_start = true;
   for (char& c : s) {
     const bool sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' ||
@@ -83,9 +89,9 @@ Value f_title(Interpreter&, const Value& v, CallArgs& args) {
 Value f_replace(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("replace", args, {"old", "new", "count"});
   CallArgs forwarded;
-  forwarded.positional = {Value(py_str(a.get(0))), Value(py_str(a.get(1)))};
+  forwarded.positional = {Value(str_of(in, a.get(0))), Value(str_of(in, a.get(1)))};
   if (a.has(2) && !a.get(2).is_none()) forwarded.positional.push_back(a.get(2));
-  return call_method(in, py_str(v), "replace", forwarded);
+  return call_method(in, str_of(in, v), "replace", forwarded);
 }
 
 Value f_length(Interpreter&, const Value& v, CallArgs& args) {
@@ -113,13 +119,13 @@ Value f_last(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_join(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("join", args, {"d", "attribute"});
-  const std::string sep = a.has(0) ? py_str(a.get(0)) : "";
+  const std::string sep = a.has(0) ? str_of(in, a.get(0)) : "";
   std::string out;
   bool first = true;
   for (const Value& item : iterate(v)) {
     if (!first) out += sep;
     first = false;
-    py_str_append(out, a.has(1) ? attribute_path(in, item, py_str(a.get(1))) : item);
+    str_append(in, out, a.has(1) ? attribute_path(in, item, str_of(in, a.get(1))) : item);
     in.check_size(out.size());
   }
   return str_result(in, std::move(out));
@@ -155,13 +161,14 @@ Value f_tojson(Interpreter& in, const Value& v, CallArgs& args) {
     o.key_separator = sep.as_array().items[1].as_string();
   }
   std::string out;
+  o.max_bytes = in.limits().max_output_bytes;
   json_dump(out, v, o);
   return str_result(in, std::move(out));
 }
 
 Value f_string(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("string", args, {});
-  return str_result(in, py_str(v));
+  return str_result(in, str_of(in, v));
 }
 
 Value f_int(Interpreter&, const Value& v, CallArgs& args) {
@@ -219,12 +226,12 @@ Value f_items(Interpreter& in, const Value& v, CallArgs& args) {
 // select / reject / selectattr / rejectattr share one loop.
 Value select_impl(Interpreter& in, const Value& v, CallArgs& args, bool by_attr, bool keep) {
   if (by_attr && args.positional.empty()) render_fail("selectattr(): missing attribute name");
-  const std::string attr = by_attr ? py_str(args.positional[0]) : "";
+  const std::string attr = by_attr ? str_of(in, args.positional[0]) : "";
   const size_t test_at = by_attr ? 1 : 0;
   std::string test_name;
   CallArgs test_args;
   if (args.positional.size() > test_at) {
-    test_name = py_str(args.positional[test_at]);
+    test_name = str_of(in, args.positional[test_at]);
     test_args.positional.assign(args.positional.begin() + static_cast<long>(test_at) + 1, args.positional.end());
     test_args.named = args.named;
   }
@@ -249,7 +256,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& args) {
   std::string attr;
   Value fallback;
   for (const auto& [name, value] : args.named) {
-    if (name == "attribute") attr = py_str(value);
+    if (name == "attribute") attr = str_of(in, value);
     if (name == "default") fallback = value;
   }
   if (attr.empty() && args.positional.empty()) render_fail("map(): a filter name or attribute= is required");
@@ -263,7 +270,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& args) {
     CallArgs filter_args;
     filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
     filter_args.named = args.named;
-    out.push_back(in.apply_filter(py_str(args.positional[0]), item, filter_args));
+    out.push_back(in.apply_filter(str_of(in, args.positional[0]), item, filter_args));
   }
   return list_result(in, std::move(out));
 }
@@ -305,7 +312,7 @@ Value f_safe(Interpreter&, const Value& v, CallArgs& args) {
 Value f_escape(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("escape", args, {});
   std::string out;
-  for (char c : py_str(v)) {
+  for (char c : str_of(in, v)) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -329,7 +336,7 @@ Value f_indent(Interpreter& in, const Value& v, CallArgs& args) {
   const std::string pad = w.is_string() ? w.as_string()
                                         : std::string(static_cast<size_t>(std::clamp<int64_t>(a.get_int(0, 4), 0, 256)), ' ');
   CallArgs none;
-  const Value lines_v = call_method(in, py_str(v) + "\n", "splitlines", none);
+  const Value lines_v = call_method(in, str_of(in, v) + "\n", "splitlines", none);
   const auto& lines = lines_v.as_array().items;
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -357,7 +364,7 @@ Value f_sort(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("sort", args, {"reverse", "case_sensitive", "attribute"});
   const bool reverse = a.get_bool(0, false);
   const bool cs = a.get_bool(1, false);
-  const std::string attr = a.has(2) ? py_str(a.get(2)) : "";
+  const std::string attr = a.has(2) ? str_of(in, a.get(2)) : "";
   std::vector<std::pair<Value, Value>> keyed;  // (key, item)
   for (const Value& item : iterate(v)) keyed.emplace_back(sort_key(in, item, attr, cs), item);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
@@ -383,7 +390,7 @@ Value f_reverse(Interpreter& in, const Value& v, CallArgs& args) {
 Value f_sum(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("sum", args, {"attribute", "start"});
   Value total = a.get_or(1, Value(int64_t{0}));
-  const std::string attr = a.has(0) ? py_str(a.get(0)) : "";
+  const std::string attr = a.has(0) ? str_of(in, a.get(0)) : "";
   for (const Value& item : iterate(v)) {
     total = binary_op(in, "+", total, attr.empty() ? item : attribute_path(in, item, attr));
   }
@@ -393,7 +400,7 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& args) {
 Value min_max(Interpreter& in, const Value& v, CallArgs& args, bool want_max) {
   ArgBinder a(want_max ? "max" : "min", args, {"case_sensitive", "attribute"});
   const bool cs = a.get_bool(0, false);
-  const std::string attr = a.has(1) ? py_str(a.get(1)) : "";
+  const std::string attr = a.has(1) ? str_of(in, a.get(1)) : "";
   Value best, best_key;
   for (const Value& item : iterate(v)) {
     Value k = sort_key(in, item, attr, cs);
@@ -410,7 +417,7 @@ Value f_max(Interpreter& in, const Value& v, CallArgs& a) { return min_max(in, v
 Value f_unique(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("unique", args, {"case_sensitive", "attribute"});
   const bool cs = a.get_bool(0, false);
-  const std::string attr = a.has(1) ? py_str(a.get(1)) : "";
+  const std::string attr = a.has(1) ? str_of(in, a.get(1)) : "";
   std::vector<Value> out, keys;
   for (const Value& item : iterate(v)) {
     Value k = sort_key(in, item, attr, cs);
@@ -432,13 +439,13 @@ Value f_unique(Interpreter& in, const Value& v, CallArgs& args) {
 
 Value f_format(Interpreter& in, const Value& v, CallArgs& args) {
   if (!args.named.empty()) render_fail("format(): keyword arguments are not supported");
-  return Value(percent_format(in, py_str(v), args.positional));
+  return Value(percent_format(in, str_of(in, v), args.positional));
 }
 
 Value f_wordcount(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("wordcount", args, {});
   CallArgs none;
-  return Value(static_cast<int64_t>(call_method(in, py_str(v), "split", none).as_array().items.size()));
+  return Value(static_cast<int64_t>(call_method(in, str_of(in, v), "split", none).as_array().items.size()));
 }
 
 }  // namespace

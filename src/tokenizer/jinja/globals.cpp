@@ -55,9 +55,9 @@ Value make_dict(CallArgs& args, const char* name, bool is_namespace) {
   return Value::object(std::move(obj));
 }
 
-Value raise_exception(CallArgs& args) {
+Value raise_exception(Interpreter& in, CallArgs& args) {
   ArgBinder a("raise_exception", args, {"message"});
-  throw JinjaError(JinjaError::Kind::kRaised, py_str(a.get(0)));
+  throw JinjaError(JinjaError::Kind::kRaised, str_of(in, a.get(0)));
 }
 
 Value strftime_now(const GlobalsConfig& config, CallArgs& args) {
@@ -81,7 +81,8 @@ void install_globals(Scope& globals, Interpreter& in, const GlobalsConfig& confi
   globals.vars["namespace"] =
       Value::function("namespace", [](CallArgs& a) { return make_dict(a, "namespace", true); });
   globals.vars["dict"] = Value::function("dict", [](CallArgs& a) { return make_dict(a, "dict", false); });
-  globals.vars["raise_exception"] = Value::function("raise_exception", raise_exception);
+  globals.vars["raise_exception"] =
+      Value::function("raise_exception", [interp](CallArgs& a) { return raise_exception(*interp, a); });
   globals.vars["strftime_now"] =
       Value::function("strftime_now", [config](CallArgs& a) { return strftime_now(config, a); });
 }

@@ -104,7 +104,7 @@ Interpreter::Flow Interpreter::exec(const Node& n) {
       if (v.is_string()) {
         emit(v.as_string());
       } else {
-        emit(py_str(v));
+        emit(str_of(*this, v));
       }
       return Flow::kNormal;
     }
@@ -129,7 +129,7 @@ Interpreter::Flow Interpreter::exec(const Node& n) {
         CallArgs args = eval_args(f->args);
         v = with_pos(f->pos, [&] { return apply_filter(f->name, v, args); });
       }
-      emit(py_str(v));
+      emit(str_of(*this, v));
       return Flow::kNormal;
     }
     case NodeKind::kScopeBlock: return exec_body(n.body);

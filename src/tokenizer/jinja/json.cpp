@@ -120,7 +120,12 @@ void dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level)
     case Value::Type::kBool: out += v.as_bool() ? "true" : "false"; return;
     case Value::Type::kInt: out += std::to_string(v.as_int()); return;
     case Value::Type::kFloat: dump_float(out, v.as_float()); return;
-    case Value::Type::kString: dump_string(out, v.as_string(), o.ensure_ascii); return;
+    case Value::Type::kString:
+      dump_string(out, v.as_string(), o.ensure_ascii);
+      if (out.size() > o.max_bytes) {
+        throw JinjaError(JinjaError::Kind::kLimit, "JSON text longer than " + std::to_string(o.max_bytes) + " bytes");
+      }
+      return;
     case Value::Type::kArray: dump_array(out, v.as_array(), o, level); return;
     case Value::Type::kObject: dump_object(out, v.as_object(), o, level); return;
     case Value::Type::kUndefined:

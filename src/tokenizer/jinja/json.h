@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@ struct JsonDumpOptions {
   std::string key_separator = ": ";
   bool sort_keys = false;
   bool ensure_ascii = false;
+  size_t max_bytes = SIZE_MAX;  // a kLimit error once the text passes this
 };
 
 // Appends the JSON text of `v`. Undefined values and functions are a render error (Python's

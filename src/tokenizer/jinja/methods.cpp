@@ -2,6 +2,7 @@
 // get, ...) and list (index, count), and attribute lookup (x.name) that finds them.
 // Case mapping is ASCII-only: other characters pass through unchanged.
 #include <algorithm>
+#include <charconv>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -306,7 +307,12 @@ Value str_format(Interpreter& in, const Value& self, CallArgs& args) {
     const std::string field = s.substr(i + 1, close - i - 1);
     const Value* v = nullptr;
     if (field.empty() || std::all_of(field.begin(), field.end(), ascii_digit)) {
-      const size_t idx = field.empty() ? auto_index++ : std::stoul(field);
+      size_t idx = auto_index;
+      if (field.empty()) {
+        ++auto_index;
+      } else if (std::from_chars(field.data(), field.data() + field.size(), idx).ec != std::errc()) {
+        render_fail("Replacement index out of range");
+      }
       if (idx >= args.positional.size()) render_fail("Replacement index out of range");
       v = &args.positional[idx];
     } else {
@@ -315,7 +321,7 @@ Value str_format(Interpreter& in, const Value& self, CallArgs& args) {
       }
       if (v == nullptr) render_failf("format(): no argument named '{}'", field);
     }
-    py_str_append(out, *v);
+    str_append(in, out, *v);
     in.check_size(out.size());
     i = close;
   }

@@ -28,7 +28,7 @@ constexpr auto kSub = [](int64_t a, int64_t b, int64_t* r) { return __builtin_su
 constexpr auto kMul = [](int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); };
 
 Value repeat(Interpreter& in, const Value& seq, int64_t n) {
-  if (n <= 0) return seq.is_string() ? Value(std::string()) : Value::array({});
+  if (n <= 0) return seq.is_string() ? Value(std::string()) : Value::array({}, seq.as_array().is_tuple);
   const auto count = static_cast<uint64_t>(n);
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
@@ -49,7 +49,7 @@ Value repeat(Interpreter& in, const Value& seq, int64_t n) {
   out.reserve(items.size() * count);
   for (uint64_t i = 0; i < count; ++i) out.insert(out.end(), items.begin(), items.end());
   in.charge(out.size() * sizeof(Value));
-  return Value::array(std::move(out));
+  return Value::array(std::move(out), seq.as_array().is_tuple);
 }
 
 int64_t int_pow(int64_t base, int64_t exp) {
@@ -102,6 +102,14 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
 
 }  // namespace
 
+std::string str_of(Interpreter& in, const Value& v) {
+  return v.is_string() ? v.as_string() : py_str(v, in.limits().max_output_bytes);
+}
+
+void str_append(Interpreter& in, std::string& out, const Value& v) {
+  py_str_append(out, v, in.limits().max_output_bytes);
+}
+
 void fail_undefined(const Value& v) {
   render_fail(v.undefined_hint().empty() ? "undefined value" : v.undefined_hint());
 }
@@ -150,8 +158,8 @@ std::string ArgBinder::get_string(size_t i, std::string fallback) const {
 
 Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Value& b) {
   if (op == "~") {
-    std::string s = py_str(a);
-    py_str_append(s, b);
+    std::string s = str_of(in, a);
+    str_append(in, s, b);
     in.check_size(s.size());
     in.charge(s.size());
     return Value(std::move(s));
@@ -166,10 +174,13 @@ Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Valu
       return Value(a.as_string() + b.as_string());
     }
     if (a.is_array() && b.is_array()) {
+      if (a.as_array().is_tuple != b.as_array().is_tuple) {
+        render_failf("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(), a.type_name());
+      }
       std::vector<Value> items = a.as_array().items;
       items.insert(items.end(), b.as_array().items.begin(), b.as_array().items.end());
       in.charge(items.size() * sizeof(Value));
-      return Value::array(std::move(items), a.as_array().is_tuple && b.as_array().is_tuple);
+      return Value::array(std::move(items), a.as_array().is_tuple);
     }
     if (a.is_string()) {
       render_failf("can only concatenate str (not \"{}\") to str", b.type_name());
@@ -244,8 +255,12 @@ Value get_item(const Value& object, const Value& key) {
     }
     default: break;
   }
-  std::string key_repr;
-  py_repr_append(key_repr, key);
+  std::string key_repr;  // containers by type only: their repr may be huge
+  if (key.is_array() || key.is_object()) {
+    key_repr = key.type_name();
+  } else {
+    py_repr_append(key_repr, key, 1 << 10);
+  }
   return Value::undefined(fmt::format("'{} object' has no attribute {}", object.type_name(), key_repr));
 }
 
@@ -346,9 +361,9 @@ std::string percent_format(Interpreter& in, const std::string& fmt, const std::v
     if (conv == 's' || conv == 'r') {
       std::string s;
       if (conv == 's') {
-        s = py_str(arg);
+        s = str_of(in, arg);
       } else {
-        py_repr_append(s, arg);
+        py_repr_append(s, arg, in.limits().max_output_bytes);
       }
       spec += "s";
       if (spec == "%s") {

@@ -44,6 +44,8 @@ Result<Template> Template::parse(std::string_view source, const TemplateOptions&
     return to_status(e);
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kOutOfMemory, "out of memory parsing a template");
+  } catch (const std::exception& e) {  // a bug, but never one that takes the server down
+    return make_error(ErrorCode::kInternal, "parsing a template: {}", e.what());
   }
 }
 
@@ -64,6 +66,8 @@ Result<std::string> Template::render(const Object& variables, const RenderOption
     return Status(ErrorCode::kOutOfMemory, "out of memory rendering a template");
   } catch (const std::length_error&) {
     return Status(ErrorCode::kOutOfRange, "a string or list grew too long rendering a template");
+  } catch (const std::exception& e) {  // a bug, but never one that takes the server down
+    return make_error(ErrorCode::kInternal, "rendering a template: {}", e.what());
   }
 }
 

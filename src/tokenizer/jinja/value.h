@@ -74,9 +74,10 @@ class Value {
   Value(int64_t i) : v_(i) {}                     // NOLINT
   Value(int i) : v_(static_cast<int64_t>(i)) {}   // NOLINT
   Value(double d) : v_(d) {}                      // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}      // NOLINT
-  Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}    // NOLINT
+  // Strings are shared, as in Python: copying a Value never copies the text.
+  Value(std::string s) : v_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}  // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}       // NOLINT
   // Containers: depth and has_namespace are computed from the items here.
   static Value array(std::vector<Value> items, bool is_tuple = false);
   static Value object(std::shared_ptr<Object> obj) { return Value(std::move(obj)); }
@@ -97,7 +98,7 @@ class Value {
   bool as_bool() const { return std::get<bool>(v_); }
   int64_t as_int() const { return is_bool() ? (as_bool() ? 1 : 0) : std::get<int64_t>(v_); }
   double as_float() const;  // any number
-  const std::string& as_string() const { return std::get<std::string>(v_); }
+  const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
   const Array& as_array() const { return *std::get<std::shared_ptr<Array>>(v_); }
   const Object& as_object() const { return *std::get<std::shared_ptr<Object>>(v_); }
   const std::shared_ptr<Object>& object_ptr() const { return std::get<std::shared_ptr<Object>>(v_); }
@@ -120,8 +121,8 @@ class Value {
   explicit Value(std::shared_ptr<Object> o) : v_(std::move(o)) {}
   explicit Value(std::shared_ptr<Function> f) : v_(std::move(f)) {}
 
-  std::variant<Undefined, None, bool, int64_t, double, std::string, std::shared_ptr<Array>,
-               std::shared_ptr<Object>, std::shared_ptr<Function>>
+  std::variant<Undefined, None, bool, int64_t, double, std::shared_ptr<const std::string>,
+               std::shared_ptr<Array>, std::shared_ptr<Object>, std::shared_ptr<Function>>
       v_;
 };
 

@@ -51,13 +51,19 @@ void repr_string(std::string& out, const std::string& s) {
   out.push_back(quote);
 }
 
-void repr_container(std::string& out, const Value& v) {
+void check_limit(const std::string& out, size_t limit) {
+  if (out.size() > limit) {
+    throw JinjaError(JinjaError::Kind::kLimit, "string longer than " + std::to_string(limit) + " bytes");
+  }
+}
+
+void repr_container(std::string& out, const Value& v, size_t limit) {
   if (v.is_array()) {
     const Array& a = v.as_array();
     out.push_back(a.is_tuple ? '(' : '[');
     for (size_t i = 0; i < a.items.size(); ++i) {
       if (i) out += ", ";
-      py_repr_append(out, a.items[i]);
+      py_repr_append(out, a.items[i], limit);
     }
     if (a.is_tuple && a.items.size() == 1) out.push_back(',');
     out.push_back(a.is_tuple ? ')' : ']');
@@ -72,7 +78,7 @@ void repr_container(std::string& out, const Value& v) {
     first = false;
     repr_string(out, k);
     out += ": ";
-    py_repr_append(out, item);
+    py_repr_append(out, item, limit);
   }
   out.push_back('}');
   if (o.is_namespace) out.push_back('>');
@@ -145,34 +151,37 @@ std::string py_float_repr(double d) {
   return out;
 }
 
-void py_repr_append(std::string& out, const Value& v) {
+void py_repr_append(std::string& out, const Value& v, size_t limit) {
   if (v.is_string()) {
     repr_string(out, v.as_string());
+    check_limit(out, limit);
   } else if (v.is_array() || v.is_object()) {
-    repr_container(out, v);
+    repr_container(out, v, limit);
   } else {
-    py_str_append(out, v);
+    py_str_append(out, v, limit);
   }
 }
 
-void py_str_append(std::string& out, const Value& v) {
+void py_str_append(std::string& out, const Value& v, size_t limit) {
   switch (v.type()) {
     case Value::Type::kUndefined: return;
     case Value::Type::kNone: out += "None"; return;
     case Value::Type::kBool: out += v.as_bool() ? "True" : "False"; return;
     case Value::Type::kInt: out += std::to_string(v.as_int()); return;
     case Value::Type::kFloat: out += py_float_repr(v.as_float()); return;
-    case Value::Type::kString: out += v.as_string(); return;
+    case Value::Type::kString:
+      out += v.as_string();
+      check_limit(out, limit);
+      return;
     case Value::Type::kArray:
-    case Value::Type::kObject: repr_container(out, v); return;
+    case Value::Type::kObject: repr_container(out, v, limit); return;
     case Value::Type::kFunction: out += "<function " + v.as_function().name + ">"; return;
   }
 }
 
-std::string py_str(const Value& v) {
-  if (v.is_string()) return v.as_string();
+std::string py_str(const Value& v, size_t limit) {
   std::string out;
-  py_str_append(out, v);
+  py_str_append(out, v, limit);
   return out;
 }
 
@@ -205,7 +214,7 @@ bool py_equal(const Value& a, const Value& b) {
 bool py_less(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return compare_numbers(a, b) < 0;
   if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
-  if (a.is_array() && b.is_array()) {
+  if (a.is_array() && b.is_array() && a.as_array().is_tuple == b.as_array().is_tuple) {
     const auto& x = a.as_array().items;
     const auto& y = b.as_array().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {

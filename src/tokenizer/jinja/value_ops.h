@@ -12,11 +12,12 @@
 namespace tally::jinja {
 
 // str(v): strings as they are, None -> "None", True -> "True", containers as their repr,
-// undefined -> "".
-std::string py_str(const Value& v);
-void py_str_append(std::string& out, const Value& v);
+// undefined -> "". A kLimit error once `out` passes `limit` bytes: a list may hold a
+// thousand references to one long string.
+std::string py_str(const Value& v, size_t limit);
+void py_str_append(std::string& out, const Value& v, size_t limit);
 // repr(v): strings quoted ('a', "it's").
-void py_repr_append(std::string& out, const Value& v);
+void py_repr_append(std::string& out, const Value& v, size_t limit);
 // repr(float): shortest round-trip digits, "1.0", "1e+16", "inf".
 std::string py_float_repr(double d);
 

@@ -107,6 +107,14 @@ TEST(JinjaRobustness, HugeValuesHitTheSizeLimits) {
             ErrorCode::kOutOfRange);
   EXPECT_EQ(limited_code("{% for i in range(10000) %}0123456789abcdef{% endfor %}"), ErrorCode::kOutOfRange);
   EXPECT_EQ(limited_code("{{ 'ab'|replace('a', 'aaaaaaaaaaaaaaaaaaaaaaaa' * 100000) }}"), ErrorCode::kOutOfRange);
+  // Many references to one long string: printing them is bounded, not just building them.
+  EXPECT_EQ(limited_code("{{ ['x' * 60000] * 100 }}"), ErrorCode::kOutOfRange);
+  EXPECT_EQ(limited_code("{{ (['x' * 60000] * 100)|tojson }}"), ErrorCode::kOutOfRange);
+  EXPECT_EQ(limited_code("{{ (['x' * 60000] * 100)|join }}"), ErrorCode::kOutOfRange);
+  EXPECT_EQ(limited_code("{{ 'a' ~ (['x' * 60000] * 100) }}"), ErrorCode::kOutOfRange);
+  // Numbers too large for their parser are errors, not exceptions.
+  EXPECT_EQ(limited_code("{{ '{99999999999999999999999}'.format(1) }}"), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(limited_code("{{ messages|map(attribute='99999999999999999999999')|list }}"), ErrorCode::kOk);
   // Nested lists grown in a loop stop at the depth limit, before any recursion can overflow.
   EXPECT_NE(limited_code("{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = [ns.l] %}"
                          "{% endfor %}{{ ns.l }}"),
