@@ -73,7 +73,8 @@ std::string_view ChatTemplate::builtin_source() { return kBuiltinSource; }
 
 ChatTemplate ChatTemplate::builtin() {
   auto parsed = jinja::Template::parse(kBuiltinSource);
-  TALLY_CHECK(parsed.ok(), "built-in chat template does not parse: {}", parsed.status().to_string());
+  TALLY_CHECK(parsed.ok(), "built-in chat template does not parse: {}",
+              parsed.status().to_string());
   return ChatTemplate(std::string(kBuiltinSource), std::move(parsed).value(), true);
 }
 

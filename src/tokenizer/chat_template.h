@@ -16,12 +16,11 @@
 #pragma once
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "tokenizer/jinja/interpreter.h"
@@ -93,8 +92,8 @@ class ChatTemplate {
 
  private:
   ChatTemplate(std::string source, jinja::Template tmpl, bool builtin);
-  Result<std::string> render_raw(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                 const ChatTemplateContext& ctx) const;
+  Result<std::string> render_raw(const std::vector<ChatMessage>& messages,
+                                 bool add_generation_prompt, const ChatTemplateContext& ctx) const;
   bool probe_system_role() const;
 
   std::string source_;

@@ -59,13 +59,13 @@ struct Expr {
 };
 
 enum class NodeKind : uint8_t {
-  kText,         // text
-  kOutput,       // {{ expr }}
-  kIf,           // branches (cond, body)..., else_body
-  kFor,          // for targets in expr [if filter]: body, else_body
-  kSet,          // set targets = expr, or set targets[0].attr = expr
-  kSetBlock,     // set targets[0]: body
-  kMacro,        // macro name(params): body
+  kText,      // text
+  kOutput,    // {{ expr }}
+  kIf,        // branches (cond, body)..., else_body
+  kFor,       // for targets in expr [if filter]: body, else_body
+  kSet,       // set targets = expr, or set targets[0].attr = expr
+  kSetBlock,  // set targets[0]: body
+  kMacro,     // macro name(params): body
   kBreak,
   kContinue,
   kFilterBlock,  // filter filters: body
@@ -86,10 +86,10 @@ struct Node {
   Body body;
   Body else_body;
   std::vector<std::string> targets;
-  std::string attr;  // kSet on a namespace attribute
-  std::string name;  // kMacro
+  std::string attr;                                     // kSet on a namespace attribute
+  std::string name;                                     // kMacro
   std::vector<std::pair<std::string, ExprPtr>> params;  // kMacro; default may be null
-  std::vector<ExprPtr> filters;  // kFilterBlock
+  std::vector<ExprPtr> filters;                         // kFilterBlock
 };
 
 }  // namespace tally::jinja

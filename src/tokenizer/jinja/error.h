@@ -3,12 +3,12 @@
 // return a Status, so no exception ever leaves the library.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <exception>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace tally::jinja {
 

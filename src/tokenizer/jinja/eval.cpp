@@ -40,10 +40,13 @@ Value unary(const std::string& op, const Value& v) {
 Value Interpreter::eval(const Expr& e) {
   step();
   switch (e.kind) {
-    case ExprKind::kLiteral: return e.literal;
-    case ExprKind::kName: return eval_name(e);
+    case ExprKind::kLiteral:
+      return e.literal;
+    case ExprKind::kName:
+      return eval_name(e);
     case ExprKind::kList:
-    case ExprKind::kDict: return eval_container(e);
+    case ExprKind::kDict:
+      return eval_container(e);
     case ExprKind::kGetAttr: {
       const Value obj = eval(*e.a);
       return with_pos(e.pos, [&] { return get_attr(*this, obj, e.name); });
@@ -60,9 +63,12 @@ Value Interpreter::eval(const Expr& e) {
       const Value stride = e.d ? eval(*e.d) : Value();
       return with_pos(e.pos, [&] { return get_slice(*this, obj, start, stop, stride); });
     }
-    case ExprKind::kCall: return eval_call(e);
-    case ExprKind::kFilter: return eval_filter(e);
-    case ExprKind::kTest: return eval_test(e);
+    case ExprKind::kCall:
+      return eval_call(e);
+    case ExprKind::kFilter:
+      return eval_filter(e);
+    case ExprKind::kTest:
+      return eval_test(e);
     case ExprKind::kUnary: {
       const Value v = eval(*e.a);
       return with_pos(e.pos, [&] { return unary(e.name, v); });
@@ -72,7 +78,8 @@ Value Interpreter::eval(const Expr& e) {
       const Value b = eval(*e.b);
       return with_pos(e.pos, [&] { return binary_op(*this, e.name, a, b); });
     }
-    case ExprKind::kCompare: return eval_compare(e);
+    case ExprKind::kCompare:
+      return eval_compare(e);
     case ExprKind::kAnd: {
       Value a = eval(*e.a);
       return a.truthy() ? eval(*e.b) : a;

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <cmath>
 #include <unordered_map>
 
 #include "tokenizer/jinja/builtins.h"
@@ -35,10 +35,12 @@ Value attribute_path(Interpreter& in, const Value& v, const std::string& path) {
   while (start <= path.size()) {
     const size_t dot = std::min(path.find('.', start), path.size());
     const std::string part = path.substr(start, dot - start);
-    if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (!part.empty() &&
+        std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       int64_t index = 0;
       const auto res = std::from_chars(part.data(), part.data() + part.size(), index);
-      cur = res.ec == std::errc() ? get_item(cur, Value(index)) : Value::undefined("index out of range");
+      cur = res.ec == std::errc() ? get_item(cur, Value(index))
+                                  : Value::undefined("index out of range");
     } else {
       cur = cur.is_undefined() ? cur : get_attr(in, cur, part);
     }
@@ -58,8 +60,12 @@ Value f_trim(Interpreter& in, const Value& v, CallArgs& args) {
 Value call_method(Interpreter& in, const std::string& s, std::string_view name, CallArgs& args) {
   return find_method(Value(s), name)(in, Value(s), args);
 }
-Value f_upper(Interpreter& in, const Value& v, CallArgs& a) { return call_method(in, str_of(in, v), "upper", a); }
-Value f_lower(Interpreter& in, const Value& v, CallArgs& a) { return call_method(in, str_of(in, v), "lower", a); }
+Value f_upper(Interpreter& in, const Value& v, CallArgs& a) {
+  return call_method(in, str_of(in, v), "upper", a);
+}
+Value f_lower(Interpreter& in, const Value& v, CallArgs& a) {
+  return call_method(in, str_of(in, v), "lower", a);
+}
 Value f_capitalize(Interpreter& in, const Value& v, CallArgs& a) {
   return call_method(in, str_of(in, v), "capitalize", a);
 }
@@ -97,11 +103,16 @@ Value f_replace(Interpreter& in, const Value& v, CallArgs& args) {
 Value f_length(Interpreter&, const Value& v, CallArgs& args) {
   ArgBinder a("length", args, {});
   switch (v.type()) {
-    case Value::Type::kUndefined: return Value(int64_t{0});
-    case Value::Type::kString: return Value(static_cast<int64_t>(utf8_length(v.as_string())));
-    case Value::Type::kArray: return Value(static_cast<int64_t>(v.as_array().items.size()));
-    case Value::Type::kObject: return Value(static_cast<int64_t>(v.as_object().size()));
-    default: render_failf("object of type '{}' has no len()", v.type_name());
+    case Value::Type::kUndefined:
+      return Value(int64_t{0});
+    case Value::Type::kString:
+      return Value(static_cast<int64_t>(utf8_length(v.as_string())));
+    case Value::Type::kArray:
+      return Value(static_cast<int64_t>(v.as_array().items.size()));
+    case Value::Type::kObject:
+      return Value(static_cast<int64_t>(v.as_object().size()));
+    default:
+      render_failf("object of type '{}' has no len()", v.type_name());
   }
 }
 
@@ -149,12 +160,13 @@ Value f_tojson(Interpreter& in, const Value& v, CallArgs& args) {
     } else {
       o.indent.emplace(static_cast<size_t>(std::clamp<int64_t>(a.get_int(1, 0), 0, 64)), ' ');
     }
-    o.item_separator = std::string(1, ',');  // move-assign: GCC 12 -Wrestrict false positive on = "lit"
+    o.item_separator =
+        std::string(1, ',');  // move-assign: GCC 12 -Wrestrict false positive on = "lit"
   }
   if (a.has(2) && !a.get(2).is_none()) {
     const Value& sep = a.get(2);
-    if (!sep.is_array() || sep.as_array().items.size() != 2 || !sep.as_array().items[0].is_string() ||
-        !sep.as_array().items[1].is_string()) {
+    if (!sep.is_array() || sep.as_array().items.size() != 2 ||
+        !sep.as_array().items[0].is_string() || !sep.as_array().items[1].is_string()) {
       render_fail("tojson(): separators must be a pair of strings");
     }
     o.item_separator = sep.as_array().items[0].as_string();
@@ -187,7 +199,8 @@ Value f_int(Interpreter&, const Value& v, CallArgs& args) {
   errno = 0;
   char* end = nullptr;
   const long long n = std::strtoll(s.c_str(), &end, base);
-  if (!s.empty() && end == s.c_str() + s.size() && errno == 0) return Value(static_cast<int64_t>(n));
+  if (!s.empty() && end == s.c_str() + s.size() && errno == 0)
+    return Value(static_cast<int64_t>(n));
   const double d = std::strtod(s.c_str(), &end);
   if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(d) && std::fabs(d) < 9.2e18) {
     return Value(static_cast<int64_t>(d));
@@ -219,7 +232,8 @@ Value f_items(Interpreter& in, const Value& v, CallArgs& args) {
     render_failf("items(): can only get item pairs from a mapping, not {}", v.type_name());
   }
   std::vector<Value> out;
-  for (const auto& [k, item] : v.as_object().entries()) out.push_back(Value::array({Value(k), item}, true));
+  for (const auto& [k, item] : v.as_object().entries())
+    out.push_back(Value::array({Value(k), item}, true));
   return list_result(in, std::move(out));
 }
 
@@ -232,7 +246,8 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& args, bool by_attr,
   CallArgs test_args;
   if (args.positional.size() > test_at) {
     test_name = str_of(in, args.positional[test_at]);
-    test_args.positional.assign(args.positional.begin() + static_cast<long>(test_at) + 1, args.positional.end());
+    test_args.positional.assign(args.positional.begin() + static_cast<long>(test_at) + 1,
+                                args.positional.end());
     test_args.named = args.named;
   }
   std::vector<Value> out;
@@ -240,15 +255,24 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& args, bool by_attr,
     in.step();
     const Value subject = by_attr ? attribute_path(in, item, attr) : item;
     CallArgs call_args = test_args;
-    const bool pass = test_name.empty() ? subject.truthy() : in.apply_test(test_name, subject, call_args);
+    const bool pass =
+        test_name.empty() ? subject.truthy() : in.apply_test(test_name, subject, call_args);
     if (pass == keep) out.push_back(item);
   }
   return list_result(in, std::move(out));
 }
-Value f_select(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, false, true); }
-Value f_reject(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, false, false); }
-Value f_selectattr(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, true, true); }
-Value f_rejectattr(Interpreter& in, const Value& v, CallArgs& a) { return select_impl(in, v, a, true, false); }
+Value f_select(Interpreter& in, const Value& v, CallArgs& a) {
+  return select_impl(in, v, a, false, true);
+}
+Value f_reject(Interpreter& in, const Value& v, CallArgs& a) {
+  return select_impl(in, v, a, false, false);
+}
+Value f_selectattr(Interpreter& in, const Value& v, CallArgs& a) {
+  return select_impl(in, v, a, true, true);
+}
+Value f_rejectattr(Interpreter& in, const Value& v, CallArgs& a) {
+  return select_impl(in, v, a, true, false);
+}
 
 // map(attribute='x', default=...) or map('filter', args...).
 Value f_map(Interpreter& in, const Value& v, CallArgs& args) {
@@ -259,7 +283,8 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& args) {
     if (name == "attribute") attr = str_of(in, value);
     if (name == "default") fallback = value;
   }
-  if (attr.empty() && args.positional.empty()) render_fail("map(): a filter name or attribute= is required");
+  if (attr.empty() && args.positional.empty())
+    render_fail("map(): a filter name or attribute= is required");
   for (const Value& item : iterate(v)) {
     in.step();
     if (!attr.empty()) {
@@ -314,12 +339,23 @@ Value f_escape(Interpreter& in, const Value& v, CallArgs& args) {
   std::string out;
   for (char c : str_of(in, v)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return str_result(in, std::move(out));
@@ -333,8 +369,10 @@ Value f_attr(Interpreter& in, const Value& v, CallArgs& args) {
 Value f_indent(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("indent", args, {"width", "first", "blank"});
   const Value& w = a.get(0);
-  const std::string pad = w.is_string() ? w.as_string()
-                                        : std::string(static_cast<size_t>(std::clamp<int64_t>(a.get_int(0, 4), 0, 256)), ' ');
+  const std::string pad =
+      w.is_string()
+          ? w.as_string()
+          : std::string(static_cast<size_t>(std::clamp<int64_t>(a.get_int(0, 4), 0, 256)), ' ');
   CallArgs none;
   const Value lines_v = call_method(in, str_of(in, v) + "\n", "splitlines", none);
   const auto& lines = lines_v.as_array().items;
@@ -445,26 +483,53 @@ Value f_format(Interpreter& in, const Value& v, CallArgs& args) {
 Value f_wordcount(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("wordcount", args, {});
   CallArgs none;
-  return Value(static_cast<int64_t>(call_method(in, str_of(in, v), "split", none).as_array().items.size()));
+  return Value(
+      static_cast<int64_t>(call_method(in, str_of(in, v), "split", none).as_array().items.size()));
 }
 
 }  // namespace
 
 FilterFn find_filter(std::string_view name) {
   static const std::unordered_map<std::string_view, FilterFn> kFilters = {
-      {"trim", f_trim},           {"upper", f_upper},         {"lower", f_lower},
-      {"capitalize", f_capitalize}, {"title", f_title},       {"replace", f_replace},
-      {"length", f_length},       {"count", f_length},        {"first", f_first},
-      {"last", f_last},           {"join", f_join},           {"default", f_default},
-      {"d", f_default},           {"tojson", f_tojson},       {"string", f_string},
-      {"int", f_int},             {"float", f_float},         {"list", f_list},
-      {"items", f_items},         {"select", f_select},       {"reject", f_reject},
-      {"selectattr", f_selectattr}, {"rejectattr", f_rejectattr}, {"map", f_map},
-      {"abs", f_abs},             {"round", f_round},         {"safe", f_safe},
-      {"escape", f_escape},       {"e", f_escape},            {"attr", f_attr},
-      {"indent", f_indent},       {"sort", f_sort},           {"reverse", f_reverse},
-      {"sum", f_sum},             {"min", f_min},             {"max", f_max},
-      {"unique", f_unique},       {"format", f_format},       {"wordcount", f_wordcount},
+      {"trim", f_trim},
+      {"upper", f_upper},
+      {"lower", f_lower},
+      {"capitalize", f_capitalize},
+      {"title", f_title},
+      {"replace", f_replace},
+      {"length", f_length},
+      {"count", f_length},
+      {"first", f_first},
+      {"last", f_last},
+      {"join", f_join},
+      {"default", f_default},
+      {"d", f_default},
+      {"tojson", f_tojson},
+      {"string", f_string},
+      {"int", f_int},
+      {"float", f_float},
+      {"list", f_list},
+      {"items", f_items},
+      {"select", f_select},
+      {"reject", f_reject},
+      {"selectattr", f_selectattr},
+      {"rejectattr", f_rejectattr},
+      {"map", f_map},
+      {"abs", f_abs},
+      {"round", f_round},
+      {"safe", f_safe},
+      {"escape", f_escape},
+      {"e", f_escape},
+      {"attr", f_attr},
+      {"indent", f_indent},
+      {"sort", f_sort},
+      {"reverse", f_reverse},
+      {"sum", f_sum},
+      {"min", f_min},
+      {"max", f_max},
+      {"unique", f_unique},
+      {"format", f_format},
+      {"wordcount", f_wordcount},
   };
   auto it = kFilters.find(name);
   return it == kFilters.end() ? nullptr : it->second;

@@ -22,7 +22,8 @@ Value make_range(Interpreter& in, CallArgs& args) {
   const int64_t step = p.size() == 3 ? p[2].as_int() : 1;
   if (step == 0) render_fail("range() arg 3 must not be zero");
   // Count first, so that range(10**12) is refused before anything is built.
-  const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  const __int128 span =
+      step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
   const __int128 mag = step > 0 ? step : -static_cast<__int128>(step);
   const __int128 count = span <= 0 ? 0 : (span + mag - 1) / mag;
   if (count > static_cast<__int128>(in.limits().max_alloc_bytes / sizeof(Value))) {
@@ -31,7 +32,8 @@ Value make_range(Interpreter& in, CallArgs& args) {
   in.charge(static_cast<size_t>(count) * sizeof(Value));
   std::vector<Value> items;
   items.reserve(static_cast<size_t>(count));
-  for (int64_t i = 0, v = start; i < static_cast<int64_t>(count); ++i, v += step) items.emplace_back(v);
+  for (int64_t i = 0, v = start; i < static_cast<int64_t>(count); ++i, v += step)
+    items.emplace_back(v);
   return Value::array(std::move(items));
 }
 
@@ -77,12 +79,14 @@ Value strftime_now(const GlobalsConfig& config, CallArgs& args) {
 
 void install_globals(Scope& globals, Interpreter& in, const GlobalsConfig& config) {
   Interpreter* interp = &in;
-  globals.vars["range"] = Value::function("range", [interp](CallArgs& a) { return make_range(*interp, a); });
+  globals.vars["range"] =
+      Value::function("range", [interp](CallArgs& a) { return make_range(*interp, a); });
   globals.vars["namespace"] =
       Value::function("namespace", [](CallArgs& a) { return make_dict(a, "namespace", true); });
-  globals.vars["dict"] = Value::function("dict", [](CallArgs& a) { return make_dict(a, "dict", false); });
-  globals.vars["raise_exception"] =
-      Value::function("raise_exception", [interp](CallArgs& a) { return raise_exception(*interp, a); });
+  globals.vars["dict"] =
+      Value::function("dict", [](CallArgs& a) { return make_dict(a, "dict", false); });
+  globals.vars["raise_exception"] = Value::function(
+      "raise_exception", [interp](CallArgs& a) { return raise_exception(*interp, a); });
   globals.vars["strftime_now"] =
       Value::function("strftime_now", [config](CallArgs& a) { return strftime_now(config, a); });
 }

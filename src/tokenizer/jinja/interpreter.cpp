@@ -30,9 +30,9 @@ Value make_loop_object(const std::vector<Value>& items, size_t i) {
   if (i > 0) loop->set("previtem", items[i - 1]);
   if (k + 1 < n) loop->set("nextitem", items[i + 1]);
   loop->set("cycle", Value::function("cycle", [i](CallArgs& args) {
-    if (args.positional.empty()) render_fail("loop.cycle() needs at least one argument");
-    return args.positional[i % args.positional.size()];
-  }));
+              if (args.positional.empty()) render_fail("loop.cycle() needs at least one argument");
+              return args.positional[i % args.positional.size()];
+            }));
   return Value::object(std::move(loop));
 }
 
@@ -98,7 +98,9 @@ Interpreter::Flow Interpreter::exec_body(const Body& body) {
 Interpreter::Flow Interpreter::exec(const Node& n) {
   step();
   switch (n.kind) {
-    case NodeKind::kText: emit(n.text); return Flow::kNormal;
+    case NodeKind::kText:
+      emit(n.text);
+      return Flow::kNormal;
     case NodeKind::kOutput: {
       const Value v = eval(*n.expr);
       if (v.is_string()) {
@@ -113,16 +115,23 @@ Interpreter::Flow Interpreter::exec(const Node& n) {
         if (eval(*cond).truthy()) return exec_body(body);
       }
       return exec_body(n.else_body);
-    case NodeKind::kFor: return exec_for(n);
-    case NodeKind::kSet: exec_set(n); return Flow::kNormal;
+    case NodeKind::kFor:
+      return exec_for(n);
+    case NodeKind::kSet:
+      exec_set(n);
+      return Flow::kNormal;
     case NodeKind::kSetBlock: {
       Value v(render_to_string(n.body));
       scope_->vars[n.targets[0]] = std::move(v);
       return Flow::kNormal;
     }
-    case NodeKind::kMacro: exec_macro(n); return Flow::kNormal;
-    case NodeKind::kBreak: return Flow::kBreak;
-    case NodeKind::kContinue: return Flow::kContinue;
+    case NodeKind::kMacro:
+      exec_macro(n);
+      return Flow::kNormal;
+    case NodeKind::kBreak:
+      return Flow::kBreak;
+    case NodeKind::kContinue:
+      return Flow::kContinue;
     case NodeKind::kFilterBlock: {
       Value v(render_to_string(n.body));
       for (const ExprPtr& f : n.filters) {
@@ -132,12 +141,14 @@ Interpreter::Flow Interpreter::exec(const Node& n) {
       emit(str_of(*this, v));
       return Flow::kNormal;
     }
-    case NodeKind::kScopeBlock: return exec_body(n.body);
+    case NodeKind::kScopeBlock:
+      return exec_body(n.body);
   }
   return Flow::kNormal;
 }
 
-void Interpreter::assign(const std::vector<std::string>& targets, const Value& value, const Node& at) {
+void Interpreter::assign(const std::vector<std::string>& targets, const Value& value,
+                         const Node& at) {
   if (targets.size() == 1) {
     scope_->vars[targets[0]] = value;
     return;
@@ -145,7 +156,8 @@ void Interpreter::assign(const std::vector<std::string>& targets, const Value& v
   with_pos(at.pos, [&] {
     std::vector<Value> items = iterate(value);
     if (items.size() != targets.size()) {
-      render_failf("cannot unpack {} values into {} names", std::to_string(items.size()), std::to_string(targets.size()));
+      render_failf("cannot unpack {} values into {} names", std::to_string(items.size()),
+                   std::to_string(targets.size()));
     }
     for (size_t i = 0; i < targets.size(); ++i) scope_->vars[targets[i]] = std::move(items[i]);
     return 0;
@@ -215,9 +227,8 @@ void Interpreter::exec_set(const Node& n) {
 
 void Interpreter::exec_macro(const Node& n) {
   const Node* macro = &n;
-  scope_->vars[n.name] = Value::function(n.name, [this, macro](CallArgs& args) {
-    return call_macro(*macro, args);
-  });
+  scope_->vars[n.name] =
+      Value::function(n.name, [this, macro](CallArgs& args) { return call_macro(*macro, args); });
 }
 
 Value Interpreter::call_macro(const Node& macro, CallArgs& args) {
@@ -225,7 +236,8 @@ Value Interpreter::call_macro(const Node& macro, CallArgs& args) {
     fail_limit("macro calls nested deeper than " + std::to_string(limits_.max_call_depth));
   }
   if (args.positional.size() > macro.params.size()) {
-    render_failf("macro '{}' takes {} arguments ({} given)", macro.name, std::to_string(macro.params.size()), std::to_string(args.positional.size()));
+    render_failf("macro '{}' takes {} arguments ({} given)", macro.name,
+                 std::to_string(macro.params.size()), std::to_string(args.positional.size()));
   }
   Scope s;  // macros see the template's top level, not the caller's locals
   s.parent = &root_;

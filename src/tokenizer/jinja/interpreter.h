@@ -20,10 +20,10 @@
 namespace tally::jinja {
 
 struct RenderLimits {
-  uint64_t max_steps = 10'000'000;         // expression evaluations + statements + iterations
-  size_t max_output_bytes = 32u << 20;      // the output, and any one string built on the way
-  size_t max_alloc_bytes = 512u << 20;      // all strings and lists built, summed
-  uint32_t max_call_depth = 32;             // nested macro calls (recursion)
+  uint64_t max_steps = 10'000'000;      // expression evaluations + statements + iterations
+  size_t max_output_bytes = 32u << 20;  // the output, and any one string built on the way
+  size_t max_alloc_bytes = 512u << 20;  // all strings and lists built, summed
+  uint32_t max_call_depth = 32;         // nested macro calls (recursion)
 };
 
 struct Scope {
@@ -86,8 +86,8 @@ class Interpreter {
 
   const RenderLimits& limits_;
   Scope& globals_;
-  Scope root_;           // template-level variables (child of globals_)
-  Scope* scope_;         // innermost scope
+  Scope root_;    // template-level variables (child of globals_)
+  Scope* scope_;  // innermost scope
   std::string* out_ = nullptr;
   uint64_t steps_ = 0;
   size_t allocated_ = 0;

@@ -39,13 +39,27 @@ void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           append_u_escape(out, c);
@@ -116,18 +130,31 @@ void dump_object(std::string& out, const Object& obj, const JsonDumpOptions& o, 
 
 void dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level) {
   switch (v.type()) {
-    case Value::Type::kNone: out += "null"; return;
-    case Value::Type::kBool: out += v.as_bool() ? "true" : "false"; return;
-    case Value::Type::kInt: out += std::to_string(v.as_int()); return;
-    case Value::Type::kFloat: dump_float(out, v.as_float()); return;
+    case Value::Type::kNone:
+      out += "null";
+      return;
+    case Value::Type::kBool:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Type::kInt:
+      out += std::to_string(v.as_int());
+      return;
+    case Value::Type::kFloat:
+      dump_float(out, v.as_float());
+      return;
     case Value::Type::kString:
       dump_string(out, v.as_string(), o.ensure_ascii);
       if (out.size() > o.max_bytes) {
-        throw JinjaError(JinjaError::Kind::kLimit, "JSON text longer than " + std::to_string(o.max_bytes) + " bytes");
+        throw JinjaError(JinjaError::Kind::kLimit,
+                         "JSON text longer than " + std::to_string(o.max_bytes) + " bytes");
       }
       return;
-    case Value::Type::kArray: dump_array(out, v.as_array(), o, level); return;
-    case Value::Type::kObject: dump_object(out, v.as_object(), o, level); return;
+    case Value::Type::kArray:
+      dump_array(out, v.as_array(), o, level);
+      return;
+    case Value::Type::kObject:
+      dump_object(out, v.as_object(), o, level);
+      return;
     case Value::Type::kUndefined:
     case Value::Type::kFunction:
       render_failf("Object of type {} is not JSON serializable", v.type_name());

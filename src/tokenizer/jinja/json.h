@@ -3,14 +3,13 @@
 // order, ", " and ": " separators, or "," and newlines when indented).
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "tokenizer/jinja/error.h"
 #include "tokenizer/jinja/value.h"
@@ -38,9 +37,12 @@ Value value_from_json(const Json& j, uint32_t depth = 0) {
     throw JinjaError(JinjaError::Kind::kLimit, "JSON input nested too deeply");
   }
   switch (j.type()) {
-    case Json::value_t::null: return Value::none();
-    case Json::value_t::boolean: return Value(j.template get<bool>());
-    case Json::value_t::number_integer: return Value(j.template get<int64_t>());
+    case Json::value_t::null:
+      return Value::none();
+    case Json::value_t::boolean:
+      return Value(j.template get<bool>());
+    case Json::value_t::number_integer:
+      return Value(j.template get<int64_t>());
     case Json::value_t::number_unsigned: {
       const auto u = j.template get<uint64_t>();
       if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -48,8 +50,10 @@ Value value_from_json(const Json& j, uint32_t depth = 0) {
       }
       return Value(static_cast<double>(u));
     }
-    case Json::value_t::number_float: return Value(j.template get<double>());
-    case Json::value_t::string: return Value(j.template get_ref<const std::string&>());
+    case Json::value_t::number_float:
+      return Value(j.template get<double>());
+    case Json::value_t::string:
+      return Value(j.template get_ref<const std::string&>());
     case Json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
@@ -63,7 +67,8 @@ Value value_from_json(const Json& j, uint32_t depth = 0) {
       }
       return Value::object(std::move(obj));
     }
-    default: return Value::none();  // binary, discarded
+    default:
+      return Value::none();  // binary, discarded
   }
 }
 

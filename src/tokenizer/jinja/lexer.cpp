@@ -14,9 +14,7 @@ bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 int hex_value(char c) {
@@ -74,7 +72,8 @@ class Lexer {
   SourcePos pos_at(size_t offset) const {
     const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     const size_t line = static_cast<size_t>(it - line_starts_.begin());
-    return {static_cast<uint32_t>(line), static_cast<uint32_t>(offset - line_starts_[line - 1] + 1)};
+    return {static_cast<uint32_t>(line),
+            static_cast<uint32_t>(offset - line_starts_[line - 1] + 1)};
   }
 
   [[noreturn]] void fail(size_t offset, std::string message) const {
@@ -100,8 +99,9 @@ class Lexer {
         while (end > begin && is_space(src_[end - 1])) --end;
       } else if (kind != '{' && modifier != '+' && opt_.lstrip_blocks) {
         size_t line_begin = end;
-        while (line_begin > begin && (src_[line_begin - 1] == ' ' || src_[line_begin - 1] == '\t' ||
-                                      src_[line_begin - 1] == '\f' || src_[line_begin - 1] == '\v')) {
+        while (line_begin > begin &&
+               (src_[line_begin - 1] == ' ' || src_[line_begin - 1] == '\t' ||
+                src_[line_begin - 1] == '\f' || src_[line_begin - 1] == '\v')) {
           --line_begin;
         }
         const bool at_line_start =
@@ -283,18 +283,40 @@ class Lexer {
   size_t unescape(size_t k, std::string& out) {
     const char e = src_[k + 1];
     switch (e) {
-      case 'n': out.push_back('\n'); return k + 2;
-      case 't': out.push_back('\t'); return k + 2;
-      case 'r': out.push_back('\r'); return k + 2;
-      case '\\': out.push_back('\\'); return k + 2;
-      case '\'': out.push_back('\''); return k + 2;
-      case '"': out.push_back('"'); return k + 2;
-      case 'a': out.push_back('\a'); return k + 2;
-      case 'b': out.push_back('\b'); return k + 2;
-      case 'f': out.push_back('\f'); return k + 2;
-      case 'v': out.push_back('\v'); return k + 2;
-      case '\n': return k + 2;  // line continuation
-      default: break;
+      case 'n':
+        out.push_back('\n');
+        return k + 2;
+      case 't':
+        out.push_back('\t');
+        return k + 2;
+      case 'r':
+        out.push_back('\r');
+        return k + 2;
+      case '\\':
+        out.push_back('\\');
+        return k + 2;
+      case '\'':
+        out.push_back('\'');
+        return k + 2;
+      case '"':
+        out.push_back('"');
+        return k + 2;
+      case 'a':
+        out.push_back('\a');
+        return k + 2;
+      case 'b':
+        out.push_back('\b');
+        return k + 2;
+      case 'f':
+        out.push_back('\f');
+        return k + 2;
+      case 'v':
+        out.push_back('\v');
+        return k + 2;
+      case '\n':
+        return k + 2;  // line continuation
+      default:
+        break;
     }
     const size_t n_hex = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
     if (n_hex > 0) {

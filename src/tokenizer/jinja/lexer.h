@@ -22,10 +22,10 @@ enum class TokenKind : uint8_t {
   kBlockBegin,  // {%
   kBlockEnd,    // %}
   kName,
-  kString,      // text: the unescaped value
+  kString,  // text: the unescaped value
   kInt,
   kFloat,
-  kOp,          // text: the operator, e.g. "==", "(", "|"
+  kOp,  // text: the operator, e.g. "==", "(", "|"
   kEof,
 };
 

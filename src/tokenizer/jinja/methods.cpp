@@ -1,11 +1,11 @@
 // Python methods templates call on values: str (strip, split, startswith, ...), dict (items,
 // get, ...) and list (index, count), and attribute lookup (x.name) that finds them.
 // Case mapping is ASCII-only: other characters pass through unchanged.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/error.h"
@@ -28,9 +28,15 @@ Value str_strip_impl(const Value& self, CallArgs& args, const char* name, bool l
   const std::string chars = dflt ? "" : a.get_string(0, "");
   return Value(py_strip(self_str(self), chars, l, r, dflt));
 }
-Value str_strip(Interpreter&, const Value& s, CallArgs& a) { return str_strip_impl(s, a, "strip", true, true); }
-Value str_lstrip(Interpreter&, const Value& s, CallArgs& a) { return str_strip_impl(s, a, "lstrip", true, false); }
-Value str_rstrip(Interpreter&, const Value& s, CallArgs& a) { return str_strip_impl(s, a, "rstrip", false, true); }
+Value str_strip(Interpreter&, const Value& s, CallArgs& a) {
+  return str_strip_impl(s, a, "strip", true, true);
+}
+Value str_lstrip(Interpreter&, const Value& s, CallArgs& a) {
+  return str_strip_impl(s, a, "lstrip", true, false);
+}
+Value str_rstrip(Interpreter&, const Value& s, CallArgs& a) {
+  return str_strip_impl(s, a, "rstrip", false, true);
+}
 
 Value str_upper(Interpreter&, const Value& self, CallArgs& args) {
   ArgBinder a("upper", args, {});
@@ -70,7 +76,8 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix, const ch
     if (!v.is_string()) render_failf("{}() argument must be str or a tuple of str", name);
     const std::string& x = v.as_string();
     if (x.size() > s.size()) return false;
-    return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
+    return prefix ? s.compare(0, x.size(), x) == 0
+                  : s.compare(s.size() - x.size(), x.size(), x) == 0;
   };
   if (affix.is_array()) {
     return std::any_of(affix.as_array().items.begin(), affix.as_array().items.end(), one);
@@ -149,8 +156,12 @@ Value split_impl(Interpreter& in, const Value& self, CallArgs& args, bool from_r
   in.charge(s.size() + out.size() * sizeof(Value));
   return Value::array(std::move(out));
 }
-Value str_split(Interpreter& in, const Value& s, CallArgs& a) { return split_impl(in, s, a, false); }
-Value str_rsplit(Interpreter& in, const Value& s, CallArgs& a) { return split_impl(in, s, a, true); }
+Value str_split(Interpreter& in, const Value& s, CallArgs& a) {
+  return split_impl(in, s, a, false);
+}
+Value str_rsplit(Interpreter& in, const Value& s, CallArgs& a) {
+  return split_impl(in, s, a, true);
+}
 
 Value str_splitlines(Interpreter& in, const Value& self, CallArgs& args) {
   ArgBinder a("splitlines", args, {"keepends"});
@@ -215,8 +226,12 @@ Value str_find_impl(const Value& self, CallArgs& args, const char* name, bool fr
   if (at == std::string::npos) return Value(int64_t{-1});
   return Value(static_cast<int64_t>(utf8_length(std::string_view(s).substr(0, at))));
 }
-Value str_find(Interpreter&, const Value& s, CallArgs& a) { return str_find_impl(s, a, "find", false); }
-Value str_rfind(Interpreter&, const Value& s, CallArgs& a) { return str_find_impl(s, a, "rfind", true); }
+Value str_find(Interpreter&, const Value& s, CallArgs& a) {
+  return str_find_impl(s, a, "find", false);
+}
+Value str_rfind(Interpreter&, const Value& s, CallArgs& a) {
+  return str_find_impl(s, a, "rfind", true);
+}
 
 Value str_count(Interpreter&, const Value& self, CallArgs& args) {
   ArgBinder a("count", args, {"sub"});
@@ -257,16 +272,20 @@ bool pred_space(char c) { return py_is_space(static_cast<unsigned char>(c)); }
 Value str_islower(Interpreter&, const Value& self, CallArgs& args) {
   ArgBinder a("islower", args, {});
   const std::string& s = self_str(self);
-  const bool any_lower = std::any_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; });
-  const bool any_upper = std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  const bool any_lower =
+      std::any_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+  const bool any_upper =
+      std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
   return Value(any_lower && !any_upper);
 }
 
 Value str_isupper(Interpreter&, const Value& self, CallArgs& args) {
   ArgBinder a("isupper", args, {});
   const std::string& s = self_str(self);
-  const bool any_lower = std::any_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; });
-  const bool any_upper = std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  const bool any_lower =
+      std::any_of(s.begin(), s.end(), [](char c) { return c >= 'a' && c <= 'z'; });
+  const bool any_upper =
+      std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
   return Value(any_upper && !any_lower);
 }
 
@@ -310,7 +329,8 @@ Value str_format(Interpreter& in, const Value& self, CallArgs& args) {
       size_t idx = auto_index;
       if (field.empty()) {
         ++auto_index;
-      } else if (std::from_chars(field.data(), field.data() + field.size(), idx).ec != std::errc()) {
+      } else if (std::from_chars(field.data(), field.data() + field.size(), idx).ec !=
+                 std::errc()) {
         render_fail("Replacement index out of range");
       }
       if (idx >= args.positional.size()) render_fail("Replacement index out of range");
@@ -332,7 +352,8 @@ Value str_format(Interpreter& in, const Value& self, CallArgs& args) {
 Value dict_items(Interpreter& in, const Value& self, CallArgs& args) {
   ArgBinder a("items", args, {});
   std::vector<Value> out;
-  for (const auto& [k, v] : self.as_object().entries()) out.push_back(Value::array({Value(k), v}, true));
+  for (const auto& [k, v] : self.as_object().entries())
+    out.push_back(Value::array({Value(k), v}, true));
   in.charge(out.size() * 3 * sizeof(Value));
   return Value::array(std::move(out));
 }
@@ -372,27 +393,40 @@ Value list_index(Interpreter&, const Value& self, CallArgs& args) {
 Value list_count(Interpreter&, const Value& self, CallArgs& args) {
   ArgBinder a("count", args, {"value"});
   const auto& items = self.as_array().items;
-  return Value(static_cast<int64_t>(
-      std::count_if(items.begin(), items.end(), [&](const Value& v) { return py_equal(v, a.get(0)); })));
+  return Value(static_cast<int64_t>(std::count_if(
+      items.begin(), items.end(), [&](const Value& v) { return py_equal(v, a.get(0)); })));
 }
 
 using MethodTable = std::unordered_map<std::string_view, MethodFn>;
 
 const MethodTable& string_methods() {
   static const MethodTable kTable = {
-      {"strip", str_strip},         {"lstrip", str_lstrip},
-      {"rstrip", str_rstrip},       {"upper", str_upper},
-      {"lower", str_lower},         {"title", str_title},
-      {"capitalize", str_capitalize}, {"startswith", str_startswith},
-      {"endswith", str_endswith},   {"split", str_split},
-      {"rsplit", str_rsplit},       {"splitlines", str_splitlines},
-      {"replace", str_replace},     {"find", str_find},
-      {"rfind", str_rfind},         {"count", str_count},
-      {"join", str_join},           {"format", str_format},
-      {"isdigit", str_is<pred_digit>}, {"isalpha", str_is<pred_alpha>},
-      {"isalnum", str_is<pred_alnum>}, {"isspace", str_is<pred_space>},
-      {"islower", str_islower},     {"isupper", str_isupper},
-      {"removeprefix", str_removeprefix}, {"removesuffix", str_removesuffix},
+      {"strip", str_strip},
+      {"lstrip", str_lstrip},
+      {"rstrip", str_rstrip},
+      {"upper", str_upper},
+      {"lower", str_lower},
+      {"title", str_title},
+      {"capitalize", str_capitalize},
+      {"startswith", str_startswith},
+      {"endswith", str_endswith},
+      {"split", str_split},
+      {"rsplit", str_rsplit},
+      {"splitlines", str_splitlines},
+      {"replace", str_replace},
+      {"find", str_find},
+      {"rfind", str_rfind},
+      {"count", str_count},
+      {"join", str_join},
+      {"format", str_format},
+      {"isdigit", str_is<pred_digit>},
+      {"isalpha", str_is<pred_alpha>},
+      {"isalnum", str_is<pred_alnum>},
+      {"isspace", str_is<pred_space>},
+      {"islower", str_islower},
+      {"isupper", str_isupper},
+      {"removeprefix", str_removeprefix},
+      {"removesuffix", str_removesuffix},
   };
   return kTable;
 }
@@ -428,14 +462,14 @@ Value get_attr(Interpreter& in, const Value& object, const std::string& name) {
   if (object.is_undefined()) fail_undefined(object);
   if (MethodFn fn = find_method(object, name)) {
     Interpreter* interp = &in;
-    return Value::function(name, [interp, object, fn](CallArgs& args) {
-      return fn(*interp, object, args);
-    });
+    return Value::function(
+        name, [interp, object, fn](CallArgs& args) { return fn(*interp, object, args); });
   }
   if (object.is_object()) {
     if (const Value* v = object.as_object().find(name)) return *v;
   }
-  return Value::undefined(fmt::format("'{} object' has no attribute '{}'", object.type_name(), name));
+  return Value::undefined(
+      fmt::format("'{} object' has no attribute '{}'", object.type_name(), name));
 }
 
 }  // namespace tally::jinja

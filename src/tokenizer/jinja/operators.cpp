@@ -13,7 +13,8 @@ namespace tally::jinja {
 namespace {
 
 [[noreturn]] void fail_operands(std::string_view op, const Value& a, const Value& b) {
-  render_failf("unsupported operand type(s) for {}: '{}' and '{}'", op, a.type_name(), b.type_name());
+  render_failf("unsupported operand type(s) for {}: '{}' and '{}'", op, a.type_name(),
+               b.type_name());
 }
 
 // a op b for int64, a render error on overflow (Python would grow a big integer).
@@ -23,12 +24,19 @@ int64_t checked(int64_t a, int64_t b, Op op) {
   if (op(a, b, &r)) render_fail("integer overflow");
   return r;
 }
-constexpr auto kAdd = [](int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); };
-constexpr auto kSub = [](int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); };
-constexpr auto kMul = [](int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); };
+constexpr auto kAdd = [](int64_t a, int64_t b, int64_t* r) {
+  return __builtin_add_overflow(a, b, r);
+};
+constexpr auto kSub = [](int64_t a, int64_t b, int64_t* r) {
+  return __builtin_sub_overflow(a, b, r);
+};
+constexpr auto kMul = [](int64_t a, int64_t b, int64_t* r) {
+  return __builtin_mul_overflow(a, b, r);
+};
 
 Value repeat(Interpreter& in, const Value& seq, int64_t n) {
-  if (n <= 0) return seq.is_string() ? Value(std::string()) : Value::array({}, seq.as_array().is_tuple);
+  if (n <= 0)
+    return seq.is_string() ? Value(std::string()) : Value::array({}, seq.as_array().is_tuple);
   const auto count = static_cast<uint64_t>(n);
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
@@ -118,7 +126,8 @@ ArgBinder::ArgBinder(std::string_view function, CallArgs& args,
                      std::initializer_list<std::string_view> params)
     : function_(function), params_(params), bound_(params.size(), nullptr) {
   if (args.positional.size() > params_.size()) {
-    render_failf("{}() takes at most {} arguments ({} given)", function_, std::to_string(params_.size()), std::to_string(args.positional.size()));
+    render_failf("{}() takes at most {} arguments ({} given)", function_,
+                 std::to_string(params_.size()), std::to_string(args.positional.size()));
   }
   for (size_t i = 0; i < args.positional.size(); ++i) bound_[i] = &args.positional[i];
   for (const auto& [name, value] : args.named) {
@@ -175,7 +184,8 @@ Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Valu
     }
     if (a.is_array() && b.is_array()) {
       if (a.as_array().is_tuple != b.as_array().is_tuple) {
-        render_failf("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(), a.type_name());
+        render_failf("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(),
+                     a.type_name());
       }
       std::vector<Value> items = a.as_array().items;
       items.insert(items.end(), b.as_array().items.begin(), b.as_array().items.end());
@@ -195,8 +205,8 @@ Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Valu
     }
   }
   if (op == "%" && a.is_string()) {
-    std::vector<Value> args = b.is_array() && b.as_array().is_tuple ? b.as_array().items
-                                                                     : std::vector<Value>{b};
+    std::vector<Value> args =
+        b.is_array() && b.as_array().is_tuple ? b.as_array().items : std::vector<Value>{b};
     return Value(percent_format(in, a.as_string(), args));
   }
   fail_operands(op, a, b);
@@ -204,7 +214,8 @@ Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Valu
 
 bool contains(const Value& container, const Value& item) {
   switch (container.type()) {
-    case Value::Type::kUndefined: return false;
+    case Value::Type::kUndefined:
+      return false;
     case Value::Type::kString:
       if (!item.is_string()) {
         render_failf("'in <string>' requires string as left operand, not {}", item.type_name());
@@ -224,7 +235,8 @@ bool contains(const Value& container, const Value& item) {
 
 Value get_item(const Value& object, const Value& key) {
   switch (object.type()) {
-    case Value::Type::kUndefined: fail_undefined(object);
+    case Value::Type::kUndefined:
+      fail_undefined(object);
     case Value::Type::kObject: {
       if (!key.is_string()) break;
       const Value* v = object.as_object().find(key.as_string());
@@ -253,7 +265,8 @@ Value get_item(const Value& object, const Value& key) {
       }
       return Value::undefined("string index out of range");
     }
-    default: break;
+    default:
+      break;
   }
   std::string key_repr;  // containers by type only: their repr may be huge
   if (key.is_array() || key.is_object()) {
@@ -261,7 +274,8 @@ Value get_item(const Value& object, const Value& key) {
   } else {
     py_repr_append(key_repr, key, 1 << 10);
   }
-  return Value::undefined(fmt::format("'{} object' has no attribute {}", object.type_name(), key_repr));
+  return Value::undefined(
+      fmt::format("'{} object' has no attribute {}", object.type_name(), key_repr));
 }
 
 Value get_slice(Interpreter& in, const Value& object, const Value& start, const Value& stop,
@@ -312,8 +326,10 @@ Value get_slice(Interpreter& in, const Value& object, const Value& start, const 
 
 std::vector<Value> iterate(const Value& v) {
   switch (v.type()) {
-    case Value::Type::kUndefined: return {};
-    case Value::Type::kArray: return v.as_array().items;
+    case Value::Type::kUndefined:
+      return {};
+    case Value::Type::kArray:
+      return v.as_array().items;
     case Value::Type::kObject: {
       std::vector<Value> keys;
       if (v.as_object().is_namespace) break;
@@ -330,12 +346,14 @@ std::vector<Value> iterate(const Value& v) {
       }
       return chars;
     }
-    default: break;
+    default:
+      break;
   }
   render_failf("'{}' object is not iterable", v.type_name());
 }
 
-std::string percent_format(Interpreter& in, const std::string& fmt, const std::vector<Value>& args) {
+std::string percent_format(Interpreter& in, const std::string& fmt,
+                           const std::vector<Value>& args) {
   std::string out;
   size_t next_arg = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -345,7 +363,8 @@ std::string percent_format(Interpreter& in, const std::string& fmt, const std::v
     }
     size_t j = i + 1;
     std::string spec = "%";
-    while (j < fmt.size() && std::string_view("-+ #0123456789.").find(fmt[j]) != std::string_view::npos) {
+    while (j < fmt.size() &&
+           std::string_view("-+ #0123456789.").find(fmt[j]) != std::string_view::npos) {
       spec.push_back(fmt[j++]);
     }
     if (j >= fmt.size()) render_fail("incomplete format");
@@ -376,8 +395,8 @@ std::string percent_format(Interpreter& in, const std::string& fmt, const std::v
       if (!arg.is_number()) render_failf("%{} format: a number is required", conv);
       spec += "ll";
       spec.push_back(conv == 'i' || conv == 'u' ? 'd' : conv);
-      const long long n =
-          arg.is_float() ? static_cast<long long>(arg.as_float()) : static_cast<long long>(arg.as_int());
+      const long long n = arg.is_float() ? static_cast<long long>(arg.as_float())
+                                         : static_cast<long long>(arg.as_int());
       std::snprintf(buf, sizeof buf, spec.c_str(), n);
       out += buf;
     } else if (std::string_view("eEfFgG").find(conv) != std::string_view::npos) {

@@ -54,8 +54,7 @@ Body Parser::parse_body(std::initializer_list<std::string_view> stops) {
 
 bool Parser::is_end_tag(std::string_view name) {
   return name == "endif" || name == "elif" || name == "else" || name == "endfor" ||
-         name == "endmacro" || name == "endset" || name == "endfilter" ||
-         name == "endgeneration";
+         name == "endmacro" || name == "endset" || name == "endfilter" || name == "endgeneration";
 }
 
 // After a parse_body: the current token must be the end tag `name`.
@@ -222,7 +221,6 @@ NodePtr Parser::parse_scope_block(std::string_view end) {
   expect_end(opener, end);
   return n;
 }
-
 
 Body parse_template(const std::vector<Token>& tokens) { return Parser(tokens).run(); }
 

@@ -195,7 +195,8 @@ ExprPtr Parser::parse_primary() {
       if (tok.text == "[") return parse_list();
       if (tok.text == "{") return parse_dict();
       break;
-    default: break;
+    default:
+      break;
   }
   fail(tok, fmt::format("unexpected {}", describe(tok)));
 }

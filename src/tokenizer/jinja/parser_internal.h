@@ -2,13 +2,13 @@
 // parser.cpp, expressions in parser_expr.cpp.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/lexer.h"
@@ -23,9 +23,7 @@ class Parser {
 
  private:
   // ---- token helpers ----
-  const Token& peek(size_t ahead = 0) const {
-    return t_[std::min(i_ + ahead, t_.size() - 1)];
-  }
+  const Token& peek(size_t ahead = 0) const { return t_[std::min(i_ + ahead, t_.size() - 1)]; }
   const Token& next() {
     const Token& tok = t_[i_];
     if (i_ + 1 < t_.size()) ++i_;
@@ -54,14 +52,22 @@ class Parser {
 
   static std::string describe(const Token& tok) {
     switch (tok.kind) {
-      case TokenKind::kEof: return "end of template";
-      case TokenKind::kText: return "text";
-      case TokenKind::kVarEnd: return "'}}'";
-      case TokenKind::kBlockEnd: return "'%}'";
-      case TokenKind::kVarBegin: return "'{{'";
-      case TokenKind::kBlockBegin: return "'{%'";
-      case TokenKind::kString: return "string literal";
-      default: return "'" + tok.text + "'";
+      case TokenKind::kEof:
+        return "end of template";
+      case TokenKind::kText:
+        return "text";
+      case TokenKind::kVarEnd:
+        return "'}}'";
+      case TokenKind::kBlockEnd:
+        return "'%}'";
+      case TokenKind::kVarBegin:
+        return "'{{'";
+      case TokenKind::kBlockBegin:
+        return "'{%'";
+      case TokenKind::kString:
+        return "string literal";
+      default:
+        return "'" + tok.text + "'";
     }
   }
 
@@ -69,11 +75,13 @@ class Parser {
     if (!skip_op(op)) fail(peek(), fmt::format("expected '{}', got {}", op, describe(peek())));
   }
   void expect_block_end() {
-    if (peek().kind != TokenKind::kBlockEnd) fail(peek(), fmt::format("expected '%}}', got {}", describe(peek())));
+    if (peek().kind != TokenKind::kBlockEnd)
+      fail(peek(), fmt::format("expected '%}}', got {}", describe(peek())));
     next();
   }
   std::string expect_name() {
-    if (peek().kind != TokenKind::kName) fail(peek(), fmt::format("expected a name, got {}", describe(peek())));
+    if (peek().kind != TokenKind::kName)
+      fail(peek(), fmt::format("expected a name, got {}", describe(peek())));
     return next().text;
   }
 
@@ -109,7 +117,6 @@ class Parser {
     }
     return e;
   }
-
 
   // Parses until end of input or a block tag whose name is in `stops` (left unconsumed, just
   // after its '{%').

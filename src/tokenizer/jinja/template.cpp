@@ -20,12 +20,16 @@ Status to_status(const JinjaError& e) {
     case JinjaError::Kind::kSyntax:
       return Status(ErrorCode::kFormat, "template syntax error" + where(e) + ": " + e.message());
     case JinjaError::Kind::kRaised:
-      return Status(ErrorCode::kInvalidArgument, "template raised an exception" + where(e) + ": " + e.message());
+      return Status(ErrorCode::kInvalidArgument,
+                    "template raised an exception" + where(e) + ": " + e.message());
     case JinjaError::Kind::kLimit:
-      return Status(ErrorCode::kOutOfRange, "template limit reached" + where(e) + ": " + e.message());
-    case JinjaError::Kind::kRender: break;
+      return Status(ErrorCode::kOutOfRange,
+                    "template limit reached" + where(e) + ": " + e.message());
+    case JinjaError::Kind::kRender:
+      break;
   }
-  return Status(ErrorCode::kInvalidArgument, "template render error" + where(e) + ": " + e.message());
+  return Status(ErrorCode::kInvalidArgument,
+                "template render error" + where(e) + ": " + e.message());
 }
 
 }  // namespace

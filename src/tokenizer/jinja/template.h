@@ -23,8 +23,8 @@
 namespace tally::jinja {
 
 struct TemplateOptions {
-  LexOptions lex;                         // transformers: trim_blocks, lstrip_blocks
-  size_t max_source_bytes = 1u << 20;     // larger sources are refused
+  LexOptions lex;                      // transformers: trim_blocks, lstrip_blocks
+  size_t max_source_bytes = 1u << 20;  // larger sources are refused
 };
 
 struct RenderOptions {

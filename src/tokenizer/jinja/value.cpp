@@ -77,10 +77,14 @@ Value Value::function(std::string name, std::function<Value(CallArgs&)> fn) {
 
 double Value::as_float() const {
   switch (type()) {
-    case Type::kFloat: return std::get<double>(v_);
-    case Type::kInt: return static_cast<double>(std::get<int64_t>(v_));
-    case Type::kBool: return as_bool() ? 1.0 : 0.0;
-    default: return 0.0;
+    case Type::kFloat:
+      return std::get<double>(v_);
+    case Type::kInt:
+      return static_cast<double>(std::get<int64_t>(v_));
+    case Type::kBool:
+      return as_bool() ? 1.0 : 0.0;
+    default:
+      return 0.0;
   }
 }
 
@@ -99,29 +103,46 @@ bool Value::has_namespace() const {
 bool Value::truthy() const {
   switch (type()) {
     case Type::kUndefined:
-    case Type::kNone: return false;
-    case Type::kBool: return as_bool();
-    case Type::kInt: return as_int() != 0;
-    case Type::kFloat: return as_float() != 0.0;
-    case Type::kString: return !as_string().empty();
-    case Type::kArray: return !as_array().items.empty();
-    case Type::kObject: return as_object().is_namespace || as_object().size() != 0;
-    case Type::kFunction: return true;
+    case Type::kNone:
+      return false;
+    case Type::kBool:
+      return as_bool();
+    case Type::kInt:
+      return as_int() != 0;
+    case Type::kFloat:
+      return as_float() != 0.0;
+    case Type::kString:
+      return !as_string().empty();
+    case Type::kArray:
+      return !as_array().items.empty();
+    case Type::kObject:
+      return as_object().is_namespace || as_object().size() != 0;
+    case Type::kFunction:
+      return true;
   }
   return false;
 }
 
 std::string_view Value::type_name() const {
   switch (type()) {
-    case Type::kUndefined: return "Undefined";
-    case Type::kNone: return "NoneType";
-    case Type::kBool: return "bool";
-    case Type::kInt: return "int";
-    case Type::kFloat: return "float";
-    case Type::kString: return "str";
-    case Type::kArray: return as_array().is_tuple ? "tuple" : "list";
-    case Type::kObject: return as_object().is_namespace ? "Namespace" : "dict";
-    case Type::kFunction: return "function";
+    case Type::kUndefined:
+      return "Undefined";
+    case Type::kNone:
+      return "NoneType";
+    case Type::kBool:
+      return "bool";
+    case Type::kInt:
+      return "int";
+    case Type::kFloat:
+      return "float";
+    case Type::kString:
+      return "str";
+    case Type::kArray:
+      return as_array().is_tuple ? "tuple" : "list";
+    case Type::kObject:
+      return as_object().is_namespace ? "Namespace" : "dict";
+    case Type::kFunction:
+      return "function";
   }
   return "?";
 }

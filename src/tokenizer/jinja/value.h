@@ -60,7 +60,15 @@ struct Function {
 class Value {
  public:
   enum class Type : uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kArray, kObject, kFunction
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kArray,
+    kObject,
+    kFunction
   };
   struct Undefined {
     std::string hint;  // "'x' is undefined" for error messages
@@ -70,14 +78,14 @@ class Value {
   Value() : v_(Undefined{}) {}
   static Value undefined(std::string hint = {}) { return Value(Undefined{std::move(hint)}); }
   static Value none() { return Value(None{}); }
-  Value(bool b) : v_(b) {}                        // NOLINT
-  Value(int64_t i) : v_(i) {}                     // NOLINT
-  Value(int i) : v_(static_cast<int64_t>(i)) {}   // NOLINT
-  Value(double d) : v_(d) {}                      // NOLINT
+  Value(bool b) : v_(b) {}                       // NOLINT
+  Value(int64_t i) : v_(i) {}                    // NOLINT
+  Value(int i) : v_(static_cast<int64_t>(i)) {}  // NOLINT
+  Value(double d) : v_(d) {}                     // NOLINT
   // Strings are shared, as in Python: copying a Value never copies the text.
   Value(std::string s) : v_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT
-  Value(std::string_view s) : Value(std::string(s)) {}  // NOLINT
-  Value(const char* s) : Value(std::string(s)) {}       // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}                             // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}                                  // NOLINT
   // Containers: depth and has_namespace are computed from the items here.
   static Value array(std::vector<Value> items, bool is_tuple = false);
   static Value object(std::shared_ptr<Object> obj) { return Value(std::move(obj)); }
@@ -101,7 +109,9 @@ class Value {
   const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
   const Array& as_array() const { return *std::get<std::shared_ptr<Array>>(v_); }
   const Object& as_object() const { return *std::get<std::shared_ptr<Object>>(v_); }
-  const std::shared_ptr<Object>& object_ptr() const { return std::get<std::shared_ptr<Object>>(v_); }
+  const std::shared_ptr<Object>& object_ptr() const {
+    return std::get<std::shared_ptr<Object>>(v_);
+  }
   const Function& as_function() const { return *std::get<std::shared_ptr<Function>>(v_); }
   const std::string& undefined_hint() const { return std::get<Undefined>(v_).hint; }
 

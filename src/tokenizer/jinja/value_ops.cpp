@@ -53,7 +53,8 @@ void repr_string(std::string& out, const std::string& s) {
 
 void check_limit(const std::string& out, size_t limit) {
   if (out.size() > limit) {
-    throw JinjaError(JinjaError::Kind::kLimit, "string longer than " + std::to_string(limit) + " bytes");
+    throw JinjaError(JinjaError::Kind::kLimit,
+                     "string longer than " + std::to_string(limit) + " bytes");
   }
 }
 
@@ -164,18 +165,31 @@ void py_repr_append(std::string& out, const Value& v, size_t limit) {
 
 void py_str_append(std::string& out, const Value& v, size_t limit) {
   switch (v.type()) {
-    case Value::Type::kUndefined: return;
-    case Value::Type::kNone: out += "None"; return;
-    case Value::Type::kBool: out += v.as_bool() ? "True" : "False"; return;
-    case Value::Type::kInt: out += std::to_string(v.as_int()); return;
-    case Value::Type::kFloat: out += py_float_repr(v.as_float()); return;
+    case Value::Type::kUndefined:
+      return;
+    case Value::Type::kNone:
+      out += "None";
+      return;
+    case Value::Type::kBool:
+      out += v.as_bool() ? "True" : "False";
+      return;
+    case Value::Type::kInt:
+      out += std::to_string(v.as_int());
+      return;
+    case Value::Type::kFloat:
+      out += py_float_repr(v.as_float());
+      return;
     case Value::Type::kString:
       out += v.as_string();
       check_limit(out, limit);
       return;
     case Value::Type::kArray:
-    case Value::Type::kObject: repr_container(out, v, limit); return;
-    case Value::Type::kFunction: out += "<function " + v.as_function().name + ">"; return;
+    case Value::Type::kObject:
+      repr_container(out, v, limit);
+      return;
+    case Value::Type::kFunction:
+      out += "<function " + v.as_function().name + ">";
+      return;
   }
 }
 
@@ -190,8 +204,10 @@ bool py_equal(const Value& a, const Value& b) {
   if (a.type() != b.type()) return false;
   switch (a.type()) {
     case Value::Type::kUndefined:
-    case Value::Type::kNone: return true;
-    case Value::Type::kString: return a.as_string() == b.as_string();
+    case Value::Type::kNone:
+      return true;
+    case Value::Type::kString:
+      return a.as_string() == b.as_string();
     case Value::Type::kArray: {
       const Array& x = a.as_array();
       const Array& y = b.as_array();
@@ -206,8 +222,10 @@ bool py_equal(const Value& a, const Value& b) {
         return &a.as_object() == &b.as_object();
       }
       return objects_equal(a.as_object(), b.as_object());
-    case Value::Type::kFunction: return &a.as_function() == &b.as_function();
-    default: return false;
+    case Value::Type::kFunction:
+      return &a.as_function() == &b.as_function();
+    default:
+      return false;
   }
 }
 
@@ -222,7 +240,8 @@ bool py_less(const Value& a, const Value& b) {
     }
     return x.size() < y.size();
   }
-  render_failf("'<' not supported between instances of '{}' and '{}'", a.type_name(), b.type_name());
+  render_failf("'<' not supported between instances of '{}' and '{}'", a.type_name(),
+               b.type_name());
 }
 
 size_t utf8_length(std::string_view s) {
@@ -242,8 +261,8 @@ std::vector<size_t> utf8_offsets(std::string_view s) {
 bool py_is_space(uint32_t c) {
   if (c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F)) return true;
   if (c < 0x80) return false;
-  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+         c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 std::string_view py_strip(std::string_view s, std::string_view chars, bool left, bool right,

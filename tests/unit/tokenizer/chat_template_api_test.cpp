@@ -1,11 +1,11 @@
 // ChatTemplate as the server uses it: from a GGUF file (or its absence), OpenAI messages,
 // the context variables, the system-role merge and the built-in fallback.
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
@@ -41,7 +41,8 @@ MemoryGguf make_gguf(F&& set) {
 
 TEST(ChatTemplateApi, FromGgufUsesTheModelsTemplate) {
   const auto file = make_gguf([](io::GgufWriter& w) {
-    w.set_string("tokenizer.chat_template", "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}");
+    w.set_string("tokenizer.chat_template",
+                 "{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}");
   });
   auto t = ChatTemplate::from_gguf(file.parse());
   ASSERT_TRUE(t.ok()) << t.status().to_string();
@@ -60,10 +61,12 @@ TEST(ChatTemplateApi, FromGgufWithoutTemplateFallsBackToChatMl) {
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     EXPECT_TRUE(t->is_builtin());
     EXPECT_EQ(t->source(), ChatTemplate::builtin_source());
-    auto out = t->render({msg("system", "S"), msg("user", "U"), msg("assistant", "A"), msg("user", "V")}, true, {});
+    auto out = t->render(
+        {msg("system", "S"), msg("user", "U"), msg("assistant", "A"), msg("user", "V")}, true, {});
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     EXPECT_EQ(*out,
-              "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n"
+              "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>"
+              "assistant\nA<|im_end|>\n"
               "<|im_start|>user\nV<|im_end|>\n<|im_start|>assistant\n");
     auto no_prompt = t->render({msg("user", "U")}, false, {});
     ASSERT_TRUE(no_prompt.ok());
@@ -82,14 +85,16 @@ TEST(ChatTemplateApi, FromGgufNamedVariant) {
 }
 
 TEST(ChatTemplateApi, FromGgufErrorsNameTheKeyAndPosition) {
-  const auto bad_type = make_gguf([](io::GgufWriter& w) { w.set_u32("tokenizer.chat_template", 7); });
+  const auto bad_type =
+      make_gguf([](io::GgufWriter& w) { w.set_u32("tokenizer.chat_template", 7); });
   auto t1 = ChatTemplate::from_gguf(bad_type.parse());
   ASSERT_FALSE(t1.ok());
   EXPECT_EQ(t1.status().code(), ErrorCode::kFormat);
-  EXPECT_NE(t1.status().message().find("tokenizer.chat_template is a"), std::string::npos) << t1.status().message();
+  EXPECT_NE(t1.status().message().find("tokenizer.chat_template is a"), std::string::npos)
+      << t1.status().message();
 
-  const auto bad_syntax =
-      make_gguf([](io::GgufWriter& w) { w.set_string("tokenizer.chat_template", "ok\n{% for x in y %}"); });
+  const auto bad_syntax = make_gguf(
+      [](io::GgufWriter& w) { w.set_string("tokenizer.chat_template", "ok\n{% for x in y %}"); });
   auto t2 = ChatTemplate::from_gguf(bad_syntax.parse());
   ASSERT_FALSE(t2.ok());
   EXPECT_EQ(t2.status().code(), ErrorCode::kFormat);
@@ -99,7 +104,8 @@ TEST(ChatTemplateApi, FromGgufErrorsNameTheKeyAndPosition) {
 }
 
 TEST(ChatTemplateApi, OpenAiMessages) {
-  auto text = ChatMessage::from_openai_json(nlohmann::json::parse(R"({"role": "user", "content": "hi"})"));
+  auto text =
+      ChatMessage::from_openai_json(nlohmann::json::parse(R"({"role": "user", "content": "hi"})"));
   ASSERT_TRUE(text.ok());
   EXPECT_EQ(text->role, "user");
   EXPECT_EQ(text->content, "hi");
@@ -115,15 +121,20 @@ TEST(ChatTemplateApi, OpenAiMessages) {
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), ErrorCode::kUnsupported);
 
-  EXPECT_EQ(ChatMessage::from_openai_json(nlohmann::json::parse(R"({"content": "x"})")).status().code(),
-            ErrorCode::kInvalidArgument);
-  EXPECT_EQ(ChatMessage::from_openai_json(nlohmann::json::parse(R"({"role": "user", "content": 5})")).status().code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      ChatMessage::from_openai_json(nlohmann::json::parse(R"({"content": "x"})")).status().code(),
+      ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      ChatMessage::from_openai_json(nlohmann::json::parse(R"({"role": "user", "content": 5})"))
+          .status()
+          .code(),
+      ErrorCode::kInvalidArgument);
 }
 
 TEST(ChatTemplateApi, NullContentAndExtraFieldsReachTheTemplate) {
   auto t = ChatTemplate::from_source(
-      "{% for m in messages %}{{ m.role }}:{{ m.content is none }}:{{ m.tool_calls|length if m.tool_calls is defined "
+      "{% for m in messages %}{{ m.role }}:{{ m.content is none }}:{{ m.tool_calls|length if "
+      "m.tool_calls is defined "
       "else '-' }};{% endfor %}");
   ASSERT_TRUE(t.ok());
   auto call = ChatMessage::from_openai_json(nlohmann::ordered_json::parse(
@@ -135,8 +146,9 @@ TEST(ChatTemplateApi, NullContentAndExtraFieldsReachTheTemplate) {
 }
 
 TEST(ChatTemplateApi, ContextVariables) {
-  auto t = ChatTemplate::from_source("{{ bos_token }}|{{ eos_token }}|{{ add_generation_prompt }}|{{ tools[0].name }}|"
-                                     "{{ enable_thinking }}|{{ messages|length }}");
+  auto t = ChatTemplate::from_source(
+      "{{ bos_token }}|{{ eos_token }}|{{ add_generation_prompt }}|{{ tools[0].name }}|"
+      "{{ enable_thinking }}|{{ messages|length }}");
   ASSERT_TRUE(t.ok());
   ChatTemplateContext ctx;
   ctx.bos_token = "<s>";
@@ -150,10 +162,12 @@ TEST(ChatTemplateApi, ContextVariables) {
 }
 
 TEST(ChatTemplateApi, SystemRoleProbeAndMerge) {
-  auto drops = ChatTemplate::from_source("{% for m in messages if m.role != 'system' %}<{{ m.role }}>{{ m.content }}{% endfor %}");
+  auto drops = ChatTemplate::from_source(
+      "{% for m in messages if m.role != 'system' %}<{{ m.role }}>{{ m.content }}{% endfor %}");
   ASSERT_TRUE(drops.ok());
   EXPECT_FALSE(drops->supports_system_role());
-  auto merged = drops->render({msg("system", "S"), msg("user", "U"), msg("assistant", "A")}, false, {});
+  auto merged =
+      drops->render({msg("system", "S"), msg("user", "U"), msg("assistant", "A")}, false, {});
   ASSERT_TRUE(merged.ok());
   EXPECT_EQ(*merged, "<user>S\nU<assistant>A");
   // A system message with no user message after it becomes a user message.

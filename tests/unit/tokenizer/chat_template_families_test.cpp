@@ -3,12 +3,12 @@
 // family documents. The conversation is llama.cpp's test-chat-template.cpp one, so the
 // expected strings can be checked against its expected outputs (which use bos_token "" where
 // these use the family's real BOS text); they also equal transformers' apply_chat_template.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <ctime>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "io/gguf.h"
 #include "support/test_data.h"
@@ -19,7 +19,8 @@ namespace tally {
 namespace {
 
 std::string template_text(const std::string& name) {
-  return tally_test::read_file(tally_test::repo_path("tests/data/chat_templates/" + name + ".jinja"));
+  return tally_test::read_file(
+      tally_test::repo_path("tests/data/chat_templates/" + name + ".jinja"));
 }
 
 ChatTemplate load(const std::string& name) {
@@ -37,9 +38,12 @@ ChatMessage msg(std::string role, std::string content) {
 
 // system, user, assistant, user, assistant (padded: trim/strip show), user.
 std::vector<ChatMessage> conversation() {
-  return {msg("system", "You are a helpful assistant"), msg("user", "Hello"),
-          msg("assistant", "Hi there"),                 msg("user", "Who are you"),
-          msg("assistant", "   I am an assistant   "),  msg("user", "Another question")};
+  return {msg("system", "You are a helpful assistant"),
+          msg("user", "Hello"),
+          msg("assistant", "Hi there"),
+          msg("user", "Who are you"),
+          msg("assistant", "   I am an assistant   "),
+          msg("user", "Another question")};
 }
 
 ChatTemplateContext tokens(std::string bos, std::string eos) {
@@ -62,7 +66,8 @@ const FamilyCase kFamilies[] = {
      "<s>[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST] Hi there </s>"
      "<s>[INST] Who are you [/INST] I am an assistant </s><s>[INST] Another question [/INST]"},
     {"llama3_instruct", "<|begin_of_text|>", "<|eot_id|>", true,
-     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|>"
+     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
+     "assistant<|eot_id|>"
      "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
      "<|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|>"
      "<|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|>"
@@ -71,7 +76,8 @@ const FamilyCase kFamilies[] = {
      "<|start_header_id|>assistant<|end_header_id|>\n\n"},
     {"llama3_1_instruct", "<|begin_of_text|>", "<|eot_id|>", true,
      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
-     "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are a helpful assistant<|eot_id|>"
+     "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are a helpful "
+     "assistant<|eot_id|>"
      "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
      "<|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|>"
      "<|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|>"
@@ -79,17 +85,22 @@ const FamilyCase kFamilies[] = {
      "<|start_header_id|>user<|end_header_id|>\n\nAnother question<|eot_id|>"
      "<|start_header_id|>assistant<|end_header_id|>\n\n"},
     {"qwen2_5_instruct", "", "<|im_end|>", true,
-     "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+     "<|im_start|>system\nYou are a helpful "
+     "assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
      "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n"
-     "<|im_start|>assistant\n   I am an assistant   <|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n"
+     "<|im_start|>assistant\n   I am an assistant   <|im_end|>\n<|im_start|>user\nAnother "
+     "question<|im_end|>\n"
      "<|im_start|>assistant\n"},
     {"chatml", "", "<|im_end|>", true,
-     "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+     "<|im_start|>system\nYou are a helpful "
+     "assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
      "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n"
-     "<|im_start|>assistant\n   I am an assistant   <|im_end|>\n<|im_start|>user\nAnother question<|im_end|>\n"
+     "<|im_start|>assistant\n   I am an assistant   <|im_end|>\n<|im_start|>user\nAnother "
+     "question<|im_end|>\n"
      "<|im_start|>assistant\n"},
     {"mistral_v0_1_instruct", "<s>", "</s>", true,
-     "<s> [INST] You are a helpful assistant\n\nHello [/INST] Hi there</s> [INST] Who are you [/INST]"
+     "<s> [INST] You are a helpful assistant\n\nHello [/INST] Hi there</s> [INST] Who are you "
+     "[/INST]"
      "    I am an assistant   </s> [INST] Another question [/INST]"},
     // No system role: the system text is merged into the first user message (llama.cpp).
     {"mistral_instruct_legacy", "<s>", "</s>", false,
@@ -105,7 +116,8 @@ const FamilyCase kFamilies[] = {
     {"gemma_it", "<bos>", "<eos>", false,
      "<bos><start_of_turn>user\nYou are a helpful assistant\nHello<end_of_turn>\n"
      "<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n"
-     "<start_of_turn>model\nI am an assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n"
+     "<start_of_turn>model\nI am an assistant<end_of_turn>\n<start_of_turn>user\nAnother "
+     "question<end_of_turn>\n"
      "<start_of_turn>model\n"},
     // Drops system messages silently: merged too.
     {"phi3_mini_instruct", "<s>", "<|endoftext|>", false,
@@ -113,7 +125,8 @@ const FamilyCase kFamilies[] = {
      "<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n"
      "<|user|>\nAnother question<|end|>\n<|assistant|>\n"},
     {"phi3_5_mini_instruct", "<s>", "<|endoftext|>", true,
-     "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
+     "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi "
+     "there<|end|>\n"
      "<|user|>\nWho are you<|end|>\n<|assistant|>\n   I am an assistant   <|end|>\n"
      "<|user|>\nAnother question<|end|>\n<|assistant|>\n"},
 };
@@ -133,12 +146,15 @@ INSTANTIATE_TEST_SUITE_P(ChatTemplates, FamilyTest, ::testing::ValuesIn(kFamilie
                          [](const auto& info) { return std::string(info.param.file); });
 
 TEST(ChatTemplateFamilies, WithoutGenerationPromptEndsAfterTheLastTurn) {
-  const std::vector<ChatMessage> conv = {msg("system", "You are a helpful assistant"), msg("user", "Hello"),
-                                         msg("assistant", "Hi there"), msg("user", "Who are you")};
-  auto llama3 = load("llama3_instruct").render(conv, false, tokens("<|begin_of_text|>", "<|eot_id|>"));
+  const std::vector<ChatMessage> conv = {msg("system", "You are a helpful assistant"),
+                                         msg("user", "Hello"), msg("assistant", "Hi there"),
+                                         msg("user", "Who are you")};
+  auto llama3 =
+      load("llama3_instruct").render(conv, false, tokens("<|begin_of_text|>", "<|eot_id|>"));
   ASSERT_TRUE(llama3.ok()) << llama3.status().to_string();
   EXPECT_EQ(*llama3,
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|>"
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful "
+            "assistant<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\nHi there<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|>");
@@ -146,7 +162,8 @@ TEST(ChatTemplateFamilies, WithoutGenerationPromptEndsAfterTheLastTurn) {
   auto phi = load("phi3_5_mini_instruct").render(conv, false, tokens("<s>", "<|endoftext|>"));
   ASSERT_TRUE(phi.ok()) << phi.status().to_string();
   EXPECT_EQ(*phi,
-            "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
+            "<|system|>\nYou are a helpful "
+            "assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n"
             "<|user|>\nWho are you<|end|>\n<|endoftext|>");
 }
 
@@ -162,28 +179,37 @@ TEST_P(RoleOrderTest, TwoUserTurnsInARowRaise) {
   auto out = load(c.file).render({msg("user", "a"), msg("user", "b")}, true, tokens("<s>", "</s>"));
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("raised an exception"), std::string::npos) << out.status().message();
+  EXPECT_NE(out.status().message().find("raised an exception"), std::string::npos)
+      << out.status().message();
   EXPECT_NE(out.status().message().find(c.message), std::string::npos) << out.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(
     ChatTemplates, RoleOrderTest,
     ::testing::Values(
-        RoleErrorCase{"llama2_chat", "Conversation roles must alternate user/assistant/user/assistant/..."},
-        RoleErrorCase{"gemma_it", "Conversation roles must alternate user/assistant/user/assistant/..."},
-        RoleErrorCase{"mistral_instruct_legacy", "Conversation roles must alternate user/assistant/user/assistant/..."},
-        RoleErrorCase{"mistral_v0_1_instruct", "After the optional system message, conversation roles must alternate"},
-        RoleErrorCase{"mistral_v0_3_instruct", "After the optional system message, conversation roles must alternate"},
-        RoleErrorCase{"mistral_nemo_instruct_2407", "After the optional system message, conversation roles must alternate"}),
+        RoleErrorCase{"llama2_chat",
+                      "Conversation roles must alternate user/assistant/user/assistant/..."},
+        RoleErrorCase{"gemma_it",
+                      "Conversation roles must alternate user/assistant/user/assistant/..."},
+        RoleErrorCase{"mistral_instruct_legacy",
+                      "Conversation roles must alternate user/assistant/user/assistant/..."},
+        RoleErrorCase{"mistral_v0_1_instruct",
+                      "After the optional system message, conversation roles must alternate"},
+        RoleErrorCase{"mistral_v0_3_instruct",
+                      "After the optional system message, conversation roles must alternate"},
+        RoleErrorCase{"mistral_nemo_instruct_2407",
+                      "After the optional system message, conversation roles must alternate"}),
     [](const auto& info) { return std::string(info.param.file); });
 
 TEST(ChatTemplateFamilies, RaisePointsAtTheCallInTheTemplate) {
   // llama2_chat is one line; raise_exception is called at byte 314 of it.
-  auto out = load("llama2_chat").render({msg("user", "a"), msg("user", "b")}, true, tokens("<s>", "</s>"));
+  auto out =
+      load("llama2_chat").render({msg("user", "a"), msg("user", "b")}, true, tokens("<s>", "</s>"));
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("at 1:314:"), std::string::npos) << out.status().message();
   // In the multi-line Mistral template the check is on line 11.
-  auto v01 = load("mistral_v0_1_instruct").render({msg("assistant", "a")}, true, tokens("<s>", "</s>"));
+  auto v01 =
+      load("mistral_v0_1_instruct").render({msg("assistant", "a")}, true, tokens("<s>", "</s>"));
   ASSERT_FALSE(v01.ok());
   EXPECT_NE(v01.status().message().find("at 11:13:"), std::string::npos) << v01.status().message();
 }
@@ -222,44 +248,66 @@ ChatTemplateContext tool_context() {
 TEST(ChatTemplateFamilies, Qwen25ToolCallingBranch) {
   auto out = load("qwen2_5_instruct").render(tool_conversation(), true, tool_context());
   ASSERT_TRUE(out.ok()) << out.status().to_string();
-  EXPECT_EQ(*out,
-            "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions to assist with the user "
-            "query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
-            "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Get the weather\", "
-            "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": "
-            "[\"city\"]}}}\n</tools>\n\nFor each function call, return a json object with function name and arguments "
-            "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
-            "<args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n"
-            "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
-            "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n22C\n</tool_response><|im_end|>\n"
-            "<|im_start|>assistant\n");
+  EXPECT_EQ(
+      *out,
+      "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions to assist "
+      "with the user "
+      "query.\n\nYou are provided with function signatures within <tools></tools> XML "
+      "tags:\n<tools>\n"
+      "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Get "
+      "the weather\", "
+      "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, "
+      "\"required\": "
+      "[\"city\"]}}}\n</tools>\n\nFor each function call, return a json object with function name "
+      "and arguments "
+      "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+      "\"arguments\": "
+      "<args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+      "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n"
+      "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n22C\n</tool_response><|im_end|>\n"
+      "<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplateFamilies, MistralV03ToolCallingBranch) {
   auto out = load("mistral_v0_3_instruct").render(tool_conversation(), true, tool_context());
   ASSERT_TRUE(out.ok()) << out.status().to_string();
-  EXPECT_EQ(*out,
-            "<s>[AVAILABLE_TOOLS] [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "
-            "\"Get the weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": "
-            "\"string\"}}, \"required\": [\"city\"]}}}][/AVAILABLE_TOOLS][INST] Weather in Paris?[/INST]"
-            "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"call12345\"}]"
-            "</s>[TOOL_RESULTS] {\"content\": 22C, \"call_id\": \"call12345\"}[/TOOL_RESULTS]");
+  EXPECT_EQ(
+      *out,
+      "<s>[AVAILABLE_TOOLS] [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+      "\"description\": "
+      "\"Get the weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": "
+      "{\"type\": "
+      "\"string\"}}, \"required\": [\"city\"]}}}][/AVAILABLE_TOOLS][INST] Weather in Paris?[/INST]"
+      "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": "
+      "\"call12345\"}]"
+      "</s>[TOOL_RESULTS] {\"content\": 22C, \"call_id\": \"call12345\"}[/TOOL_RESULTS]");
 }
 
 TEST(ChatTemplateFamilies, Llama31ToolsInUserMessageWithIndentedJson) {
   auto out = load("llama3_1_instruct").render(tool_conversation(), true, tool_context());
   ASSERT_TRUE(out.ok()) << out.status().to_string();
   EXPECT_EQ(*out,
-            "<s><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Date: December "
-            "2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nGiven the "
-            "following functions, please respond with a JSON for a function call with its proper arguments that best "
-            "answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": dictionary "
-            "of argument name and its value}.Do not use variables.\n\n{\n    \"type\": \"function\",\n    \"function\": "
-            "{\n        \"name\": \"get_weather\",\n        \"description\": \"Get the weather\",\n        "
-            "\"parameters\": {\n            \"type\": \"object\",\n            \"properties\": {\n                "
-            "\"city\": {\n                    \"type\": \"string\"\n                }\n            },\n            "
-            "\"required\": [\n                \"city\"\n            ]\n        }\n    }\n}\n\nWeather in Paris?<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"get_weather\", \"parameters\": {\"city\": "
+            "<s><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting "
+            "Knowledge Date: December "
+            "2023\nToday Date: 26 Jul 2024\n\nBe "
+            "brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nGiven the "
+            "following functions, please respond with a JSON for a function call with its proper "
+            "arguments that best "
+            "answers the given prompt.\n\nRespond in the format {\"name\": function name, "
+            "\"parameters\": dictionary "
+            "of argument name and its value}.Do not use variables.\n\n{\n    \"type\": "
+            "\"function\",\n    \"function\": "
+            "{\n        \"name\": \"get_weather\",\n        \"description\": \"Get the "
+            "weather\",\n        "
+            "\"parameters\": {\n            \"type\": \"object\",\n            \"properties\": {\n "
+            "               "
+            "\"city\": {\n                    \"type\": \"string\"\n                }\n            "
+            "},\n            "
+            "\"required\": [\n                \"city\"\n            ]\n        }\n    "
+            "}\n}\n\nWeather in Paris?<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"get_weather\", "
+            "\"parameters\": {\"city\": "
             "\"Paris\"}}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n\"22C\"<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
@@ -270,8 +318,10 @@ TEST(ChatTemplateFamilies, Llama31TakesDateStringFromTheContext) {
   auto out = load("llama3_1_instruct").render({msg("user", "Hello")}, true, ctx);
   ASSERT_TRUE(out.ok()) << out.status().to_string();
   EXPECT_EQ(*out,
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
-            "Today Date: 01 Jan 2025\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge "
+            "Date: December 2023\n"
+            "Today Date: 01 Jan "
+            "2025\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
@@ -283,8 +333,10 @@ TEST(ChatTemplateFamilies, Llama32DatesTheSystemPromptWithStrftimeNow) {
   auto out = load("llama3_2_instruct").render({msg("user", "Hello")}, true, ctx);
   ASSERT_TRUE(out.ok()) << out.status().to_string();
   EXPECT_EQ(*out,
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
-            "Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge "
+            "Date: December 2023\n"
+            "Today Date: 26 Jul "
+            "2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
@@ -303,9 +355,12 @@ TEST(ChatTemplateFamilies, Phi3VocabGgufEndToEnd) {
   const ChatTemplateContext ctx = ChatTemplateContext::from_tokenizer(**tok);
   EXPECT_EQ(ctx.bos_token, "<s>");
   EXPECT_EQ(ctx.eos_token, "<|endoftext|>");
-  auto out = tmpl->render({msg("user", "Hello"), msg("assistant", "Hi there"), msg("user", "Who are you")}, true, ctx);
+  auto out = tmpl->render(
+      {msg("user", "Hello"), msg("assistant", "Hi there"), msg("user", "Who are you")}, true, ctx);
   ASSERT_TRUE(out.ok()) << out.status().to_string();
-  EXPECT_EQ(*out, "<s><|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n<|user|>\nWho are you<|end|>\n<|assistant|>\n");
+  EXPECT_EQ(*out,
+            "<s><|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n<|user|>\nWho are "
+            "you<|end|>\n<|assistant|>\n");
 }
 
 }  // namespace

@@ -3,11 +3,11 @@
 // settings (trim_blocks, lstrip_blocks, its tojson and raise_exception).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tokenizer/jinja/json.h"
 #include "tokenizer/jinja/template.h"

@@ -16,12 +16,13 @@ TEST(JinjaWhitespace, TrimBlocksDropsTheNewlineAfterABlockTag) {
 
 TEST(JinjaWhitespace, LstripBlocksDropsIndentBeforeABlockTag) {
   EXPECT_EQ(out("{% if true %}\n    a\n{% else %}\n    b\n{% endif %}\nc"), "    a\nc");
-  EXPECT_EQ(out("  {% if true %}x{% endif %}"), "x");                    // at the template start
-  EXPECT_EQ(out("{% if 1 %}\n  {% if 1 %}y{% endif %}{% endif %}"), "y");  // after a trimmed newline
-  EXPECT_EQ(out("a  {% if true %}x{% endif %}"), "a  x");                // text before it on the line
+  EXPECT_EQ(out("  {% if true %}x{% endif %}"), "x");  // at the template start
+  EXPECT_EQ(out("{% if 1 %}\n  {% if 1 %}y{% endif %}{% endif %}"),
+            "y");                                          // after a trimmed newline
+  EXPECT_EQ(out("a  {% if true %}x{% endif %}"), "a  x");  // text before it on the line
   EXPECT_EQ(out("{{ 1 }}  {% if 1 %}y{% endif %}"), "1  y");
-  EXPECT_EQ(out("a\n  {{ 1 }}\nb"), "a\n  1\nb");                        // never before {{
-  EXPECT_EQ(out("a\n  {# c #}\nb"), "a\nb");                             // comments too
+  EXPECT_EQ(out("a\n  {{ 1 }}\nb"), "a\n  1\nb");  // never before {{
+  EXPECT_EQ(out("a\n  {# c #}\nb"), "a\nb");       // comments too
 }
 
 TEST(JinjaWhitespace, MinusStripsAllWhitespaceOnItsSide) {
@@ -35,7 +36,7 @@ TEST(JinjaWhitespace, MinusStripsAllWhitespaceOnItsSide) {
 
 TEST(JinjaWhitespace, PlusOptsOut) {
   EXPECT_EQ(out("x\n\t {%+ if 1 %}y{% endif %}"), "x\n\t y");  // no lstrip
-  EXPECT_EQ(out("x\n {% if 1 +%}\ny{% endif %}"), "x\n\ny");    // no trim of the newline
+  EXPECT_EQ(out("x\n {% if 1 +%}\ny{% endif %}"), "x\n\ny");   // no trim of the newline
 }
 
 TEST(JinjaWhitespace, RawBlocks) {
