@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/matmul_repack.h"
 #include "ops/matmul/matmul_test_util.h"
 
 namespace tally::cpu::detail {
@@ -68,6 +69,12 @@ TEST(MatmulAvx512Emulated, BitIdenticalToScalar) {
     const auto b = run(c.ref, w.view, x, 3);
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
         << dtype_name(c.type) << " n_in=" << c.n_in << ": " << a[0] << " vs " << b[0];
+    if (!repack_supported(c.type)) continue;
+    // The repacked layout: the kernels read it in place instead of interleaving per task.
+    const RepackedWeights r(w.view);
+    const auto p = run(c.emu, r.view(), x, 3);
+    EXPECT_EQ(0, std::memcmp(p.data(), b.data(), p.size() * sizeof(float)))
+        << dtype_name(c.type) << " repacked, n_in=" << c.n_in;
   }
 }
 

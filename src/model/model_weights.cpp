@@ -29,7 +29,8 @@ class Binder {
     return t;
   }
 
-  Result<cpu::WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out) {
+  // repack: Q8_0 / Q4_0 go to the kernels' layout (matrices only matmul reads).
+  Result<cpu::WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out, bool repack = true) {
     TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in, n_out}));
     if (!dtype_info(t->type).computable || !dtype_has_row_conversion(t->type))
       return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, which tally cannot compute with",
@@ -38,8 +39,15 @@ class Binder {
     if (!row_bytes || static_cast<uint64_t>(*row_bytes) * n_out > t->n_bytes)
       return make_error(ErrorCode::kFormat, "model: tensor '{}' ({}, [{}, {}]) does not fit its {} bytes", name,
                         dtype_name(t->type), n_in, n_out, t->n_bytes);
-    w_.mapped_bytes += *row_bytes * n_out;
-    return cpu::WeightMatrix{t->type, n_in, n_out, t->data, *row_bytes};
+    const cpu::WeightMatrix view{t->type, n_in, n_out, t->data, *row_bytes};
+    if (!repack || !cpu::repack_supported(t->type)) {
+      w_.mapped_bytes += *row_bytes * n_out;
+      return view;
+    }
+    const cpu::RepackedWeights& r = w_.repacked.emplace_back(view);
+    w_.owned_bytes += r.bytes();
+    w_.repacked_bytes += r.bytes();
+    return r.view();
   }
 
   // An f32 vector of n values: a view when stored as aligned f32, else converted.
@@ -93,7 +101,8 @@ Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
 Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c) {
   ModelWeights w;
   Binder b(gguf, w);
-  TALLY_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_embd, c.n_vocab));
+  // Embedding rows are read one at a time (and may double as the output): GGUF's layout.
+  TALLY_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_embd, c.n_vocab, /*repack=*/false));
   TALLY_ASSIGN_OR_RETURN(w.output_norm, b.vector("output_norm.weight", c.n_embd));
   if (c.tied_output) {
     w.output = w.token_embd;

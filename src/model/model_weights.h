@@ -1,7 +1,9 @@
 // The weights of a model bound to their tensors in the GGUF: matrices are views into the
-// mapped file (no copy, any computable type); norm and bias vectors are f32 views, or owned f32
-// copies when the file stores them as f16/bf16 (or unaligned). Every tensor's type and shape is
-// checked against the config when binding.
+// mapped file (no copy, any computable type), except that the Q8_0 / Q4_0 matrices of the
+// layers and of an untied output are repacked at load time into the matmul kernels'
+// interleaved layout (backend/cpu/matmul_repack.h: the same bytes, owned); norm and bias
+// vectors are f32 views, or owned f32 copies when the file stores them as f16/bf16 (or
+// unaligned). Every tensor's type and shape is checked against the config when binding.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_repack.h"
 #include "base/status.h"
 #include "io/gguf.h"
 #include "model/model_config.h"
@@ -37,8 +40,11 @@ struct ModelWeights {
   std::span<const float> rope_freqs;  // [rope_dim/2] frequency divisors, or empty
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> owned;  // storage of converted vectors (spans point here)
-  int64_t mapped_bytes = 0;               // bytes viewed in the file
-  int64_t owned_bytes = 0;                // bytes converted into memory
+  std::vector<cpu::RepackedWeights> repacked;  // storage of repacked matrices (views point here)
+  int64_t mapped_bytes = 0;               // bytes viewed in the file (repacked sources excluded:
+                                          // their pages are clean and reclaimable)
+  int64_t owned_bytes = 0;                // bytes converted or repacked into memory
+  int64_t repacked_bytes = 0;             // of owned_bytes, the repacked matrices
 };
 
 Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& config);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_repack.h"
 #include "base/check.h"
 #include "tensor/quantize.h"
 
@@ -21,6 +22,7 @@ using detail::MatmulTileFn;
 // Weight rows per task: a multiple of the kernels' row groups, small enough to spread
 // 4096 rows over many threads, large enough that y writes of two tasks rarely share a line.
 constexpr int64_t kRowChunk = 16;
+static_assert(kRowChunk % detail::kInterleave == 0, "tasks must hold whole interleaved groups");
 
 bool isa_available(IsaLevel level) {
   const CpuFeatures& f = cpu_features();
@@ -133,6 +135,10 @@ void check_shapes(const WeightMatrix& w, int64_t n_tokens) {
   TALLY_CHECK(w.row_bytes >= dtype_row_bytes(w.type, w.n_in),
               "matmul: row_bytes={} shorter than a row of {} {} values", w.row_bytes, w.n_in,
               t.name);
+  TALLY_CHECK(w.layout == WeightLayout::kRows || (detail::interleaved_qs_bytes(w.type) != 0 &&
+                                                  w.row_bytes == dtype_row_bytes(w.type, w.n_in)),
+              "matmul: {} weights cannot be in the interleaved layout (row_bytes={})", t.name,
+              w.row_bytes);
 }
 
 void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
@@ -148,6 +154,19 @@ void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t 
 }
 
 }  // namespace
+
+void matmul_repeat(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                   int64_t n_repeats, ThreadPool& pool) {
+  check_shapes(w, n_tokens);
+  const MatmulKernels& k = default_kernels();
+  const MatmulTileFn fn = tile_fn(k, w.type);
+  if (n_tokens == 0 || w.n_out == 0) return;
+  const MatmulActs acts = prepare_acts(w.type, x, w.n_in, n_tokens, pool);
+  pool.parallel_for(w.n_out, kRowChunk, [&](int64_t begin, int64_t end, int) {
+    const MatmulTile tile{&w, &acts, begin, end, y};
+    for (int64_t r = 0; r < n_repeats; ++r) fn(tile);
+  });
+}
 
 const char* matmul_path_name() { return default_kernels().name; }
 
@@ -165,8 +184,15 @@ bool matmul_with_isa(IsaLevel level, const WeightMatrix& w, const float* x, int6
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   check_shapes(w, n_tokens);
   std::vector<float> row(static_cast<size_t>(w.n_in));  // [n_in]
+  std::vector<uint8_t> raw;                             // an interleaved row in row form
+  if (w.layout == WeightLayout::kInterleaved8) raw.resize(static_cast<size_t>(w.row_bytes));
   for (int64_t o = 0; o < w.n_out; ++o) {
-    dequantize_row(w.type, w.data + o * w.row_bytes, row.data(), w.n_in);
+    const uint8_t* src = w.data + o * w.row_bytes;
+    if (w.layout == WeightLayout::kInterleaved8) {
+      interleaved_row(w, o, raw.data());
+      src = raw.data();
+    }
+    dequantize_row(w.type, src, row.data(), w.n_in);
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* xt = x + t * w.n_in;
       double acc = 0.0;

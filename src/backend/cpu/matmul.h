@@ -17,14 +17,20 @@
 
 namespace tally::cpu {
 
-// A row-major weight matrix viewed in place (e.g. in the mmap): row o holds n_in elements
-// of `type` starting at data + o * row_bytes.
+// How a weight matrix's bytes are laid out.
+//   kRows          row o holds n_in elements of `type` at data + o * row_bytes (GGUF's layout,
+//                  viewed in place, e.g. in the mmap)
+//   kInterleaved8  Q8_0 / Q4_0 rows repacked in groups of 8 (matmul_repack.h): the kernels'
+//                  own layout, same bytes per row; row_bytes is one row's dtype_row_bytes
+enum class WeightLayout : uint8_t { kRows, kInterleaved8 };
+
 struct WeightMatrix {
   DType type = DType::kF32;
   int64_t n_in = 0;
   int64_t n_out = 0;
   const uint8_t* data = nullptr;
   int64_t row_bytes = 0;
+  WeightLayout layout = WeightLayout::kRows;
 };
 
 // y = x · Wᵀ over the pool. x: [n_tokens][n_in], y: [n_tokens][n_out] (contiguous).
@@ -47,6 +53,12 @@ const char* matmul_path_name();
 // benchmarks.
 bool matmul_with_isa(IsaLevel level, const WeightMatrix& w, const float* x, int64_t n_tokens,
                      float* y, ThreadPool& pool);
+
+// The kernels' inner loop alone, for measuring their peak rate: x is quantized once, then
+// each task of rows runs its product n_repeats times in a row (no barrier in between), so a
+// weight panel small enough for the caches is read from them. y as matmul()'s.
+void matmul_repeat(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                   int64_t n_repeats, ThreadPool& pool);
 
 // Scalar reference (dequantize row, then dot in double): what the fast paths are tested
 // against. Single-threaded, slow, for tests only.

@@ -1,9 +1,11 @@
 // AVX2 + FMA + F16C kernels (built with those flags; called only after run-time dispatch).
 // Float weights: eight fma lanes per (row, token) exactly as matmul_scalar.cpp orders them,
 // four rows by two tokens at a time so each weight vector is loaded and converted once for
-// both tokens. Quantized weights: matmul_simd_quant.h with maddubs + madd integer dots.
+// both tokens. Quantized weights: maddubs + madd integer dots, Q8_0 / Q4_0 over the
+// interleaved layout (matmul_interleaved_simd.h), the K-quants in matmul_simd_quant.h.
 #include <immintrin.h>
 
+#include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_simd_quant.h"
 #include "tensor/half.h"
@@ -20,6 +22,18 @@ struct Avx2Dot {
   }
   static __m256i dot_scaled(__m256i u, __m256i s, __m256i scale16) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16);
+  }
+  // Interleaved Q4_0: a block's 8 maddubs of quants 0..15 against |x| <= 127 sum to at most
+  // 8 * 2 * 15 * 127 = 30480 per int16 lane, so the block accumulates in int16.
+  using Q4Acc = __m256i;
+  static __m256i q4_zero() { return _mm256_setzero_si256(); }
+  static __m256i q4_step(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s));
+  }
+  static __m256i q4_finish(__m256i acc) { return _mm256_madd_epi16(acc, _mm256_set1_epi16(1)); }
+  // Interleaved Q8_0: pairs reach 2 * 128 * 127, so each step widens to int32 at once.
+  static __m256i q8_step(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi32(acc, dot(u, s));
   }
 };
 
@@ -102,8 +116,8 @@ void tile_float(const MatmulTile& tile) {
       for (; o + 8 <= tile.row_end; o += 8) {
         const uint8_t* rows[8];
         for (int r = 0; r < 8; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
-        float_block<Load, 8, 1>(rows, tile.acts->x + t0 * w.n_in, w.n_in,
-                                tile.y + t0 * w.n_out + o, w.n_out);
+        float_block<Load, 8, 1>(rows, tile.acts->x + t0 * w.n_in, w.n_in, tile.y + t0 * w.n_out + o,
+                                w.n_out);
       }
     }
     for (; o + 4 <= tile.row_end; o += 4) float_rows<Load, 4>(tile, o, t0, t_end);
@@ -119,8 +133,8 @@ const MatmulKernels& matmul_kernels_avx2() {
       tile_float<LoadF32>,
       tile_float<LoadF16>,
       tile_float<LoadBf16>,
-      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q8_0Ops>>,
-      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q4_0Ops>>,
+      simd::tile_interleaved<Avx2Dot, simd::Q8_0x8>,
+      simd::tile_interleaved<Avx2Dot, simd::Q4_0x8>,
       simd::tile_rows<simd::Q4KKernel<Avx2Dot>>,
       simd::tile_rows<simd::Q6KKernel<Avx2Dot>>,
   };

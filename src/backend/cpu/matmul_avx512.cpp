@@ -1,10 +1,12 @@
 // AVX-512 VNNI kernels (built with AVX-512 F/BW/VL/VNNI flags; called only after run-time
 // dispatch found VNNI). The quantized dots use vpdpbusd on 256-bit vectors (AVX512-VL), which
 // replaces maddubs + madd with one instruction and cannot saturate; the rest of the
-// arithmetic, and so every result, is the AVX2 path's (matmul_simd_quant.h). Float weights are
-// memory-bound and use the AVX2 kernels, which give the canonical order (matmul_kernels.h).
+// arithmetic, and so every result, is the AVX2 path's (matmul_interleaved_simd.h,
+// matmul_simd_quant.h). Float weights are memory-bound and use the AVX2 kernels, which give
+// the canonical order (matmul_kernels.h).
 #include <immintrin.h>
 
+#include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_simd_quant.h"
 
@@ -22,6 +24,15 @@ struct VnniDot {
     const __m256i scale32 = _mm256_srai_epi32(_mm256_slli_epi32(scale16, 16), 16);
     return _mm256_mullo_epi32(dot(u, s), scale32);
   }
+  using Q4Acc = __m256i;
+  static __m256i q4_zero() { return _mm256_setzero_si256(); }
+  static __m256i q4_step(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(acc, u, s);
+  }
+  static __m256i q4_finish(__m256i acc) { return acc; }
+  static __m256i q8_step(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(acc, u, s);
+  }
 };
 
 }  // namespace
@@ -32,8 +43,8 @@ const MatmulKernels& matmul_kernels_avx512_vnni() {
       matmul_kernels_avx2().f32,
       matmul_kernels_avx2().f16,
       matmul_kernels_avx2().bf16,
-      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q8_0Ops>>,
-      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q4_0Ops>>,
+      simd::tile_interleaved<VnniDot, simd::Q8_0x8>,
+      simd::tile_interleaved<VnniDot, simd::Q4_0x8>,
       simd::tile_rows<simd::Q4KKernel<VnniDot>>,
       simd::tile_rows<simd::Q6KKernel<VnniDot>>,
   };

@@ -7,9 +7,13 @@
 //  * Eight float lanes, all starting at +0. Float weights (F32/F16/BF16): element k of the
 //    first n_in & ~7 goes to lane k % 8 as lane = fma(w[k], x[k], lane); the lanes are
 //    reduced by lanes8_reduce; the last n_in % 8 elements follow one by one with fma.
-//  * Quantized weights, against activations quantized per row (act_quantize.cpp): the
-//    integer dot of a block is exact, however it is computed; block b (32 elements for
-//    Q8_0/Q4_0, 256 for Q4_K/Q6_K) goes to lane b % 8 as
+//  * Quantized weights, against activations quantized per row (matmul_act.cpp): the
+//    integer dot of a block is exact, however it is computed.
+//    Q8_0 / Q4_0 (32-element blocks): ONE accumulator per (row, token), the blocks in order:
+//      acc = +0; for b: acc = fma(w_scale * x_scale, float(int_dot), acc)
+//    (one chain per output, so a kernel can hold 8 rows of one token in one vector: the
+//    interleaved layout below).
+//    Q4_K / Q6_K (256-element super-blocks): super-block b goes to lane b % 8 as
 //      lane = fma(w_scale * x_scale, float(int_dot), lane)
 //    (Q4_K then also lane = fma(-(w_min_scale * x_scale), float(int_min_dot), lane)),
 //    then lanes8_reduce. Lanes that get no block keep their value (vector code must not
@@ -21,6 +25,7 @@
 #include <cstdint>
 
 #include "backend/cpu/matmul.h"
+#include "tensor/quant_blocks.h"
 
 namespace tally::cpu::detail {
 
@@ -60,6 +65,26 @@ struct MatmulKernels {
 const MatmulKernels& matmul_kernels_scalar();
 const MatmulKernels& matmul_kernels_avx2();         // needs AVX2 + FMA + F16C
 const MatmulKernels& matmul_kernels_avx512_vnni();  // needs AVX-512 F/BW/VL + VNNI
+
+// The interleaved layout of Q8_0 / Q4_0 (WeightLayout::kInterleaved8): rows 8g..8g+7 form
+// group g, at data + g * 8 * row_bytes, holding exactly the bytes of its 8 rows:
+//   [nb][kInterleave * qs_bytes]  quants of block b: chunk j (32 bytes, j < qs_bytes / 4)
+//                                 holds bytes 4j..4j+3 of qs of rows 0..7 in row order
+//   [nb][kInterleave] f16         the scales d of block b of rows 0..7
+// where nb = n_in / 32 and qs_bytes is the block's qs (16 for Q4_0, 32 for Q8_0). So for
+// Q8_0 chunk j is elements 4j..4j+3 of each row; for Q4_0 its low nibbles are elements
+// 4j..4j+3 and its high nibbles 16+4j..16+4j+3. Rows past n_out in the last group are zeros.
+inline constexpr int kInterleave = 8;
+
+// qs bytes of one block of a type with an interleaved layout (0 for other types).
+[[gnu::always_inline]] inline int interleaved_qs_bytes(DType type) {
+  return type == DType::kQ4_0 ? kQBlock / 2 : type == DType::kQ8_0 ? kQBlock : 0;
+}
+
+// Interleaves one group: rows[r] points at a GGUF row (blocks of 2 + qs_bytes bytes) or is
+// null for a padding row. dst: 8 * nb * (2 + qs_bytes) bytes. Scalar; the SIMD files have
+// their own transposes for the per-task packing, tested against this.
+void interleave_group(int qs_bytes, const uint8_t* const* rows, int64_t nb, uint8_t* dst);
 
 // Which activation form a weight type reads.
 enum class ActForm { kFloat, kBlock32, kBlockK };

@@ -1,6 +1,9 @@
 // Scalar kernels: portable, and the DEFINITION of the reduction order every ISA path follows
 // (matmul_kernels.h). The SIMD files must reproduce these results bit for bit.
+#include <vector>
+
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_repack.h"
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
 
@@ -37,14 +40,14 @@ float dot_q8_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   const int64_t nb = n / kQBlock;
   const int8_t* xq = a.q + t * n;
   const float* xd = a.d + t * nb;
-  float lanes[8] = {};
+  float acc = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     int32_t dot = 0;
     for (int i = 0; i < kQBlock; ++i) dot += blocks[b].qs[i] * xq[b * kQBlock + i];
     const float c = f16_to_f32(blocks[b].d) * xd[b];
-    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+    acc = fma_f32(c, static_cast<float>(dot), acc);
   }
-  return lanes8_reduce(lanes);
+  return acc;
 }
 
 float dot_q4_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
@@ -53,7 +56,7 @@ float dot_q4_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   const int8_t* xq = a.q + t * n;
   const float* xd = a.d + t * nb;
   const int16_t* xs = a.sums + t * nb;
-  float lanes[8] = {};
+  float acc = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     const int8_t* x = xq + b * kQBlock;
     int32_t dot = 0;
@@ -61,9 +64,9 @@ float dot_q4_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
       dot += (blocks[b].qs[i] & 15) * x[i] + (blocks[b].qs[i] >> 4) * x[i + kQBlock / 2];
     dot -= 8 * xs[b];  // the weights are q - 8
     const float c = f16_to_f32(blocks[b].d) * xd[b];
-    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+    acc = fma_f32(c, static_cast<float>(dot), acc);
   }
-  return lanes8_reduce(lanes);
+  return acc;
 }
 
 float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
@@ -127,9 +130,20 @@ void tile_float(const MatmulTile& tile) {
 template <float (*Dot)(const uint8_t*, const MatmulActs&, int64_t, int64_t)>
 void tile_quant(const MatmulTile& tile) {
   const WeightMatrix& w = *tile.w;
-  for (int64_t o = tile.row_begin; o < tile.row_end; ++o)
+  // Interleaved rows are read back in row form first (into scratch that only grows).
+  thread_local std::vector<uint8_t> row_buf;
+  const bool interleaved = w.layout == WeightLayout::kInterleaved8;
+  if (interleaved && static_cast<int64_t>(row_buf.size()) < w.row_bytes)
+    row_buf.resize(w.row_bytes);
+  for (int64_t o = tile.row_begin; o < tile.row_end; ++o) {
+    const uint8_t* row = w.data + o * w.row_bytes;
+    if (interleaved) {
+      interleaved_row(w, o, row_buf.data());
+      row = row_buf.data();
+    }
     for (int64_t t = 0; t < tile.acts->n_tokens; ++t)
-      tile.y[t * w.n_out + o] = Dot(w.data + o * w.row_bytes, *tile.acts, t, w.n_in);
+      tile.y[t * w.n_out + o] = Dot(row, *tile.acts, t, w.n_in);
+  }
 }
 
 }  // namespace

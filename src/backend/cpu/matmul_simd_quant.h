@@ -1,6 +1,7 @@
-// Quantized-weight kernels on 256-bit integer vectors, shared by matmul_avx2.cpp and
-// matmul_avx512.cpp. Only those files include this (it needs AVX2 + FMA + F16C at compile
-// time). The integer dot of 32 u8 x s8 bytes comes from a policy class `Isa`:
+// K-quant kernels (Q4_K, Q6_K) on 256-bit integer vectors, and helpers shared with
+// matmul_interleaved_simd.h. Only matmul_avx2.cpp and matmul_avx512.cpp include this (it
+// needs AVX2 + FMA + F16C at compile time). The integer dot of 32 u8 x s8 bytes comes from a policy
+// class `Isa`:
 //   Isa::dot(u8, s8)                  -> int32x8 partial sums (maddubs+madd, or vpdpbusd)
 //   Isa::dot_scaled(u8, s8, scale)    -> the same, each pair of elements times its int16 lane
 //                                        of scale (lanes 0..7: elements 0..15, 8..15: 16..31)
@@ -8,7 +9,7 @@
 // instantiated once per file, with that file's compile flags (no shared out-of-line copy).
 //
 // The results follow the canonical order of matmul_kernels.h: integer dots are exact, and
-// block b enters float lane b % 8 through one fma, as in matmul_scalar.cpp.
+// super-block b enters float lane b % 8 through one fma, as in matmul_scalar.cpp.
 #pragma once
 
 #include <immintrin.h>
@@ -54,127 +55,11 @@ template <int T>
   return r;
 }
 
-struct Q8_0Ops {
-  using Block = BlockQ8_0;
-  static constexpr bool kMinus8 = false;
-  struct Unpacked {
-    __m256i abs_w, w;
-  };
-  [[gnu::always_inline]] static Unpacked unpack(const Block& b) {
-    const __m256i w = load_i8x32(b.qs);
-    return {_mm256_abs_epi8(w), w};
-  }
-  // u8 x s8 products: |w| times x with w's sign (|-128| is 128 as u8, still exact).
-  template <class Isa>
-  [[gnu::always_inline]] static __m256i dot(const Unpacked& u, const int8_t* x) {
-    return Isa::dot(u.abs_w, _mm256_sign_epi8(load_i8x32(x), u.w));
-  }
-};
-
-struct Q4_0Ops {
-  using Block = BlockQ4_0;
-  static constexpr bool kMinus8 = true;  // weights are q - 8: subtract 8 * sum(x) per block
-  struct Unpacked {
-    __m256i q;  // element i in byte i, 0..15
-  };
-  // The 16 bytes in both halves, the high half shifted right by 4 (per 64-bit lane; the
-  // mask drops bits shifted across bytes): low nibbles are elements 0..15, high 16..31.
-  [[gnu::always_inline]] static Unpacked unpack(const Block& b) {
-    const __m256i q =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
-    const __m256i shifted = _mm256_srlv_epi64(q, _mm256_set_epi64x(4, 4, 0, 0));
-    return {_mm256_and_si256(shifted, _mm256_set1_epi8(15))};
-  }
-  template <class Isa>
-  [[gnu::always_inline]] static __m256i dot(const Unpacked& u, const int8_t* x) {
-    return Isa::dot(u.q, load_i8x32(x));
-  }
-};
-
-// Blocks g .. g+cnt-1 (cnt <= 8) into lanes 0..cnt-1 of acc[t] for each token; the other
-// lanes are left as they are. Inlined with cnt = 8 in the main loop, so the tail handling
-// folds away there.
-template <class Isa, class Ops, int T>
-[[gnu::always_inline]] static inline void block32_group(const typename Ops::Block* blocks,
-                                                        const TokenRows<T>& x, int64_t g, int cnt,
-                                                        __m256* acc) {
-  alignas(16) uint16_t dw[8];
-  __m256i pairs[T][4];  // hadd of the partial sums of blocks 2p and 2p+1
-  for (int p = 0; p < 4; ++p) {
-    __m256i v[2][T];
-    for (int h = 0; h < 2; ++h) {
-      const int i = 2 * p + h;
-      if (i < cnt) {
-        const auto& blk = blocks[g + i];
-        dw[i] = blk.d;
-        const auto u = Ops::unpack(blk);
-        for (int t = 0; t < T; ++t) v[h][t] = Ops::template dot<Isa>(u, x.q[t] + (g + i) * kQBlock);
-      } else {
-        dw[i] = 0;
-        for (int t = 0; t < T; ++t) v[h][t] = _mm256_setzero_si256();
-      }
-    }
-    for (int t = 0; t < T; ++t) pairs[t][p] = _mm256_hadd_epi32(v[0][t], v[1][t]);
-  }
-  const __m256 w_scale = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dw)));
-  for (int t = 0; t < T; ++t) {
-    const __m256i h0123 = _mm256_hadd_epi32(pairs[t][0], pairs[t][1]);
-    const __m256i h4567 = _mm256_hadd_epi32(pairs[t][2], pairs[t][3]);
-    // Lane i = total of block i: low-half sums plus high-half sums.
-    __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
-                                   _mm256_permute2x128_si256(h0123, h4567, 0x31));
-    __m256 x_scale;
-    __m256i sums = _mm256_setzero_si256();
-    if (cnt == 8) {
-      x_scale = _mm256_loadu_ps(x.d[t] + g);
-      if (Ops::kMinus8)
-        sums =
-            _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + g)));
-    } else {
-      alignas(32) float dx[8] = {};
-      alignas(16) int16_t sx[8] = {};
-      for (int i = 0; i < cnt; ++i) {
-        dx[i] = x.d[t][g + i];
-        sx[i] = x.sums[t][g + i];
-      }
-      x_scale = _mm256_load_ps(dx);
-      if (Ops::kMinus8)
-        sums = _mm256_cvtepi16_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sx)));
-    }
-    if (Ops::kMinus8) dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(sums, 3));
-    const __m256 updated =
-        _mm256_fmadd_ps(_mm256_mul_ps(w_scale, x_scale), _mm256_cvtepi32_ps(dot), acc[t]);
-    if (cnt == 8) {
-      acc[t] = updated;
-    } else {  // lanes without a block keep their value exactly (even a -0)
-      const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-      const __m256 live = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(cnt), lane));
-      acc[t] = _mm256_blendv_ps(acc[t], updated, live);
-    }
-  }
-}
-
 [[gnu::always_inline]] static inline float reduce_acc(__m256 acc) {
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
   return lanes8_reduce(lanes);
 }
-
-template <class Isa, class Ops>
-struct Block32Kernel {
-  template <int T>
-  static void run(const uint8_t* row, const MatmulActs& a, int64_t t0, int64_t n, float* out) {
-    const auto* blocks = reinterpret_cast<const typename Ops::Block*>(row);
-    const int64_t nb = n / kQBlock;
-    const TokenRows<T> x = token_rows<T>(a, t0, n, nb, nb);
-    __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-    int64_t g = 0;
-    for (; g + 8 <= nb; g += 8) block32_group<Isa, Ops, T>(blocks, x, g, 8, acc);
-    if (g < nb) block32_group<Isa, Ops, T>(blocks, x, g, static_cast<int>(nb - g), acc);
-    for (int t = 0; t < T; ++t) out[t] = reduce_acc(acc[t]);
-  }
-};
 
 // Sixteen int16 lanes all equal to int16 lane j of `v` (v holds the same 8 values in both
 // 128-bit halves): one in-lane byte shuffle.
