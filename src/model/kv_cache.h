@@ -1,18 +1,24 @@
 // The KV pool: one allocation holding K and V of every layer for n_blocks blocks of
 // block_size positions, shared by all sequences. Per layer, K and V are each
-//   [n_blocks][block_size][n_kv_heads][head_dim]
+//   [n_blocks][block_size][n_kv_heads][head_dim]   of the shape's dtype (f32, f16 or bf16)
 // so position p of a sequence lives in slot block_table[p / block_size] * block_size +
-// p % block_size, and one slot holds all KV heads of one position contiguously.
+// p % block_size, and one slot holds all KV heads of one position contiguously. f16 and bf16
+// halve the bytes per token: values are rounded to nearest even when stored and widened back
+// exactly when attention reads them (backend/cpu/kv_row.h).
 //
 // This class only stores and addresses data; which blocks belong to which sequence (and which
-// are free) is the block allocator's business (src/kv/), passed in as block tables.
+// are free or shared) is the block allocator's business (src/kv/), passed in as block tables
+// and as the copy-on-write copies it asks for (copy_block).
 // Thread rules: forward() writes slots of the tokens it computes and reads the positions their
-// block tables reach; callers must not run two forwards on one cache at once.
+// block tables reach; callers must not run two forwards on one cache at once, nor copy_block()
+// during a forward.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/attention.h"
 #include "base/status.h"
 #include "model/model_config.h"
 #include "tensor/dtype.h"
@@ -25,19 +31,21 @@ struct KvCacheShape {
   int64_t head_dim = 0;
   int64_t n_blocks = 0;
   int64_t block_size = 0;
-  DType dtype = DType::kF32;  // only f32 so far (f16/bf16/int8 later)
+  DType dtype = DType::kF32;  // storage type of K and V: f32, f16 or bf16
 
-  static KvCacheShape for_model(const ModelConfig& config, int64_t n_blocks, int64_t block_size);
+  static KvCacheShape for_model(const ModelConfig& config, int64_t n_blocks, int64_t block_size,
+                                DType dtype = DType::kF32);
   int64_t n_slots() const { return n_blocks * block_size; }
   int64_t slot_elements() const { return n_kv_heads * head_dim; }  // one position, one of K/V
-  // 2 (K and V) x n_layers x n_kv_heads x head_dim x bytes(dtype).
+  // 2 (K and V) x n_layers x n_kv_heads x head_dim x bytes(dtype): 4 for f32, 2 for f16/bf16.
   int64_t bytes_per_token() const;
+  int64_t bytes_per_block() const { return bytes_per_token() * block_size; }  // all layers
   int64_t bytes() const { return bytes_per_token() * n_slots(); }
 };
 
 class KvCache {
  public:
-  // Checks the shape (positive sizes, supported dtype, no overflow) and allocates once,
+  // Checks the shape (positive sizes, dtype f32/f16/bf16, no overflow) and allocates once,
   // zero-filled.
   static Result<KvCache> create(const KvCacheShape& shape);
 
@@ -47,21 +55,40 @@ class KvCache {
   KvCache& operator=(const KvCache&) = delete;
 
   const KvCacheShape& shape() const { return shape_; }
+  DType dtype() const { return shape_.dtype; }
   int64_t bytes() const { return shape_.bytes(); }
 
-  // [n_blocks][block_size][n_kv_heads][head_dim] of one layer.
-  float* k(int64_t layer) { return data_.data() + layer_offset(layer); }
-  float* v(int64_t layer) { return data_.data() + layer_offset(layer) + layer_elements(); }
-  const float* k(int64_t layer) const { return data_.data() + layer_offset(layer); }
-  const float* v(int64_t layer) const { return data_.data() + layer_offset(layer) + layer_elements(); }
+  // Raw storage of one layer's K or V: [n_blocks][block_size][n_kv_heads][head_dim] of dtype().
+  std::byte* k_bytes(int64_t layer) { return data_.data() + layer_offset(layer); }
+  std::byte* v_bytes(int64_t layer) { return k_bytes(layer) + layer_bytes(); }
+  const std::byte* k_bytes(int64_t layer) const { return data_.data() + layer_offset(layer); }
+  const std::byte* v_bytes(int64_t layer) const { return k_bytes(layer) + layer_bytes(); }
+  // One layer as the attention kernel reads it.
+  cpu::PagedKvLayer layer_view(int64_t layer) const {
+    return {k_bytes(layer), v_bytes(layer), shape_.block_size, shape_.dtype};
+  }
+
+  // Writes one position of one layer: k and v are f32 rows [n_kv_heads][head_dim], stored at
+  // `slot` in dtype() (rounded to nearest even; the same bits on every CPU).
+  void store(int64_t layer, int64_t slot, const float* k, const float* v);
+  // Reads one position's K or V row back as f32 [n_kv_heads][head_dim] (exact): tests, tools.
+  void load_k(int64_t layer, int64_t slot, float* out) const;
+  void load_v(int64_t layer, int64_t slot, float* out) const;
+
+  // Copy-on-write: block src_block's K and V of every layer into dst_block (both in
+  // [0, n_blocks), checked). The engine's runner does the copies the block allocator reports
+  // (kv::BlockCopy), in order, before the step's forward.
+  void copy_block(int64_t src_block, int64_t dst_block);
 
  private:
   explicit KvCache(const KvCacheShape& shape);
-  int64_t layer_elements() const { return shape_.n_slots() * shape_.slot_elements(); }
-  int64_t layer_offset(int64_t layer) const { return 2 * layer * layer_elements(); }
+  int64_t slot_bytes() const { return shape_.slot_elements() * element_bytes_; }
+  int64_t layer_bytes() const { return shape_.n_slots() * slot_bytes(); }  // K or V
+  int64_t layer_offset(int64_t layer) const { return 2 * layer * layer_bytes(); }
 
   KvCacheShape shape_;
-  std::vector<float> data_;  // [n_layers][K, V][n_slots][n_kv_heads][head_dim]
+  int64_t element_bytes_ = 0;
+  std::vector<std::byte> data_;  // [n_layers][K, V][n_slots][n_kv_heads][head_dim] of dtype
 };
 
 }  // namespace tally

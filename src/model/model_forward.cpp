@@ -78,7 +78,7 @@ class ForwardStep {
     a.positions = b_.positions.data();
     a.seq_index = b_.seq_index.data();
     a.block_tables = s_.tables;
-    a.kv = {kv_.k(l), kv_.v(l), kv_.shape().block_size};
+    a.kv = kv_.layer_view(l);
     cpu::attention(a, pool_);
 
     cpu::matmul(lw.wo, s_.att, n_, s_.xn, pool_);
@@ -86,14 +86,10 @@ class ForwardStep {
   }
 
   // Serial on purpose: two tokens naming the same slot (a caller's bug) must not race.
+  // Rows are converted to the cache's type as they are stored.
   void write_kv(int64_t l) {
     const int64_t row = c_.kv_dim();
-    float* k = kv_.k(l);
-    float* v = kv_.v(l);
-    for (int64_t t = 0; t < n_; ++t) {
-      std::memcpy(k + s_.slots[t] * row, s_.k + t * row, row * sizeof(float));
-      std::memcpy(v + s_.slots[t] * row, s_.v + t * row, row * sizeof(float));
-    }
+    for (int64_t t = 0; t < n_; ++t) kv_.store(l, s_.slots[t], s_.k + t * row, s_.v + t * row);
   }
 
   void ffn_block(int64_t l) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/attention_impl.h"
+#include "backend/cpu/kv_row.h"
 #include "base/check.h"
 
 namespace tally::cpu {
@@ -11,13 +12,15 @@ namespace {
 
 // Inner loops of the scalar path (also the reference of the SIMD paths).
 struct ScalarKernels {
-  static float dot(const float* a, const float* b, int64_t n) {
+  template <class E>
+  static float dot(const float* a, const typename E::T* b, int64_t n) {
     float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * E::to_f32(b[i]);
     return sum;
   }
-  static void axpy(float* y, float w, const float* x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] += w * x[i];
+  template <class E>
+  static void axpy(float* y, float w, const typename E::T* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += w * E::to_f32(x[i]);
   }
   static void scale(float* y, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] *= a;
@@ -31,6 +34,7 @@ struct ScalarKernels {
 
 void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int64_t kv_head) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  TALLY_DCHECK(kv_type_supported(args.kv.dtype), "KV type {}", dtype_name(args.kv.dtype));
   switch (isa) {
     case IsaLevel::kAvx512: return detail::attention_task_avx512(args, token, kv_head);
     case IsaLevel::kAvx2: return detail::attention_task_avx2(args, token, kv_head);
@@ -42,6 +46,8 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
   TALLY_CHECK(args.n_kv_heads > 0 && args.n_heads % args.n_kv_heads == 0,
               "{} query heads do not split into {} KV heads", args.n_heads, args.n_kv_heads);
   TALLY_CHECK(args.kv.block_size > 0, "block size {}", args.kv.block_size);
+  TALLY_CHECK(kv_type_supported(args.kv.dtype), "attention over a {} KV cache",
+              dtype_name(args.kv.dtype));
   const IsaLevel isa = cpu_isa_level();
   // One task per (token, KV head): each owns its output rows, so no reduction is split.
   // Tasks are handed out in groups big enough to be worth waking a worker for; the grouping

@@ -10,12 +10,17 @@
 // depends only on its query and its sequence's K/V, never on the batch around it, the block
 // size or the thread count. Query heads that share a KV head (GQA) are processed together so
 // each K/V row is read once per group (per kAttentionGroup query heads).
+//
+// K/V may be stored as f32, f16 or bf16 (PagedKvLayer::dtype); 16-bit values are widened to f32
+// as they are loaded, and the arithmetic is then exactly the f32 path's: attention over an
+// f16/bf16 cache gives the bits of attention over an f32 cache holding the widened values.
 #pragma once
 
 #include <cstdint>
 
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
+#include "tensor/dtype.h"
 
 namespace tally::cpu {
 
@@ -28,11 +33,13 @@ struct BlockTableView {
   int64_t size = 0;
 };
 
-// One layer of the KV pool: [n_blocks][block_size][n_kv_heads][head_dim] each.
+// One layer of the KV pool: K and V each [n_blocks][block_size][n_kv_heads][head_dim] of
+// dtype (f32, f16 or bf16: kv_row.h).
 struct PagedKvLayer {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   int64_t block_size = 0;
+  DType dtype = DType::kF32;
 };
 
 struct AttentionArgs {

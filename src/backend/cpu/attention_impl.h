@@ -1,14 +1,30 @@
 // The attention algorithm of attention.h, once, over a kernel set K that supplies the inner
 // loops (dot, axpy, scale, exp_inplace): scalar in attention.cpp, SIMD in attention_simd.h.
+// dot and axpy read K/V rows of a storage type E (KvF32, KvF16, KvBF16), widening as they load.
 // Internal linkage and builtins only, so ISA-specific instantiations cannot leak.
 #pragma once
 
 #include <cstdint>
 
 #include "backend/cpu/attention.h"
+#include "tensor/half.h"
 
 namespace tally::cpu {
 namespace {
+
+// K/V storage types: the stored element and its exact widening to f32.
+struct KvF32 {
+  using T = float;
+  static float to_f32(float x) { return x; }
+};
+struct KvF16 {
+  using T = uint16_t;
+  static float to_f32(uint16_t h) { return f16_to_f32(h); }
+};
+struct KvBF16 {
+  using T = uint16_t;
+  static float to_f32(uint16_t b) { return bf16_to_f32(b); }
+};
 
 // Running softmax state of one query head: max m, sum l, unnormalized output in out.
 template <class K>
@@ -30,8 +46,9 @@ void attention_softmax_update(float* s, int64_t nc, float& m, float& l, float* o
 }
 
 // Query heads [g0, g0 + ng) of KV head kvh for token t.
-template <class K>
+template <class K, class E>
 void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
+  using T = typename E::T;
   const int64_t hd = a.head_dim;
   const int64_t n_rep = a.n_heads / a.n_kv_heads;
   const int64_t n_ctx = static_cast<int64_t>(a.positions[t]) + 1;
@@ -41,6 +58,8 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
   const float divisor = __builtin_sqrtf(static_cast<float>(hd));
   const float* q = a.q + (t * a.n_heads + kvh * n_rep + g0) * hd;  // [ng][hd]
   float* out = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd;    // [ng][hd]
+  const T* k_layer = static_cast<const T*>(a.kv.k);
+  const T* v_layer = static_cast<const T*>(a.kv.v);
 
   float m[kAttentionGroup];
   float l[kAttentionGroup];
@@ -59,24 +78,38 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
       offset[p] = slot * slot_stride + kvh * hd;
     }
     for (int64_t p = 0; p < nc; ++p) {
-      const float* k = a.kv.k + offset[p];
-      for (int64_t g = 0; g < ng; ++g) s[g][p] = K::dot(q + g * hd, k, hd) / divisor;
+      const T* k = k_layer + offset[p];
+      for (int64_t g = 0; g < ng; ++g) s[g][p] = K::template dot<E>(q + g * hd, k, hd) / divisor;
     }
-    for (int64_t g = 0; g < ng; ++g) attention_softmax_update<K>(s[g], nc, m[g], l[g], out + g * hd, hd);
+    for (int64_t g = 0; g < ng; ++g)
+      attention_softmax_update<K>(s[g], nc, m[g], l[g], out + g * hd, hd);
     for (int64_t p = 0; p < nc; ++p) {
-      const float* v = a.kv.v + offset[p];
-      for (int64_t g = 0; g < ng; ++g) K::axpy(out + g * hd, s[g][p], v, hd);
+      const T* v = v_layer + offset[p];
+      for (int64_t g = 0; g < ng; ++g) K::template axpy<E>(out + g * hd, s[g][p], v, hd);
     }
   }
   for (int64_t g = 0; g < ng; ++g) K::scale(out + g * hd, 1.0f / l[g], hd);
 }
 
-template <class K>
-void attention_task_impl(const AttentionArgs& a, int64_t t, int64_t kvh) {
+template <class K, class E>
+void attention_task_typed(const AttentionArgs& a, int64_t t, int64_t kvh) {
   const int64_t n_rep = a.n_heads / a.n_kv_heads;
   for (int64_t g0 = 0; g0 < n_rep; g0 += kAttentionGroup) {
     const int64_t ng = n_rep - g0 < kAttentionGroup ? n_rep - g0 : kAttentionGroup;
-    attention_subgroup<K>(a, t, kvh, g0, ng);
+    attention_subgroup<K, E>(a, t, kvh, g0, ng);
+  }
+}
+
+// Dispatch on the storage type (checked by the callers: f32, f16 or bf16).
+template <class K>
+void attention_task_impl(const AttentionArgs& a, int64_t t, int64_t kvh) {
+  switch (a.kv.dtype) {
+    case DType::kF16:
+      return attention_task_typed<K, KvF16>(a, t, kvh);
+    case DType::kBF16:
+      return attention_task_typed<K, KvBF16>(a, t, kvh);
+    default:
+      return attention_task_typed<K, KvF32>(a, t, kvh);
   }
 }
 

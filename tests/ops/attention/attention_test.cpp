@@ -1,5 +1,7 @@
-// Paged attention: each ISA path against a double-precision two-pass reference, and bit-for-bit
-// invariance of a token's result to the batch around it, the thread count and the block size.
+// Paged attention over f32, f16 and bf16 KV: each ISA path against a double-precision
+// two-pass reference, bit-for-bit invariance of a token's result to the batch around it, the
+// thread count and the block size, and 16-bit caches giving exactly the f32 path's bits on
+// the widened values.
 #include "backend/cpu/attention.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +13,8 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/kv_row.h"
+
 namespace tally::cpu {
 namespace {
 
@@ -21,17 +25,21 @@ std::vector<IsaLevel> available_isas() {
   return out;
 }
 
+constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+
 struct Shape {
   int64_t n_heads, n_kv_heads, head_dim;
 };
 
-// A KV pool holding some sequences, each with a shuffled (non-contiguous) block table. The
-// logical content (K/V of each sequence position) comes from a seed, so pools with different
-// block sizes hold the same sequences.
+// A KV pool holding some sequences, each with a shuffled (non-contiguous) block table, stored
+// as `dtype`. The logical content (K/V of each sequence position) comes from a seed, so pools
+// with different block sizes hold the same sequences. Keeps the drawn f32 values and the
+// stored values widened back to f32, and can hand out the widened ones as an f32 layer.
 class Pool {
  public:
-  Pool(const Shape& s, int64_t block_size, const std::vector<int64_t>& seq_lens, uint32_t seed)
-      : s_(s), bs_(block_size) {
+  Pool(const Shape& s, int64_t block_size, const std::vector<int64_t>& seq_lens, uint32_t seed,
+       DType dtype = DType::kF32)
+      : s_(s), bs_(block_size), dtype_(dtype) {
     int64_t n_blocks = 0;
     for (int64_t len : seq_lens) n_blocks += (len + bs_ - 1) / bs_;
     n_blocks += 3;  // unused blocks stay in the pool
@@ -39,9 +47,9 @@ class Pool {
     std::iota(order.begin(), order.end(), 0);
     std::mt19937 rng(seed);
     std::shuffle(order.begin(), order.end(), rng);
-    const int64_t row = s.n_kv_heads * s.head_dim;
-    k_.assign(n_blocks * bs_ * row, 1e30f);  // garbage in unused slots must never be read
-    v_.assign(n_blocks * bs_ * row, 1e30f);
+    const int64_t n = n_blocks * bs_ * row();
+    drawn_k_.assign(n, 1e30f);  // garbage in unused slots must never be read
+    drawn_v_.assign(n, 1e30f);
     size_t next = 0;
     for (size_t q = 0; q < seq_lens.size(); ++q) {
       std::vector<int32_t> table((seq_lens[q] + bs_ - 1) / bs_);
@@ -51,26 +59,41 @@ class Pool {
       std::normal_distribution<float> dist(0.0f, 1.0f);
       for (int64_t p = 0; p < seq_lens[q]; ++p) {
         const int64_t slot = table[p / bs_] * bs_ + p % bs_;
-        for (int64_t i = 0; i < row; ++i) k_[slot * row + i] = dist(content) * 2.0f;
-        for (int64_t i = 0; i < row; ++i) v_[slot * row + i] = dist(content);
+        for (int64_t i = 0; i < row(); ++i) drawn_k_[slot * row() + i] = dist(content) * 2.0f;
+        for (int64_t i = 0; i < row(); ++i) drawn_v_[slot * row() + i] = dist(content);
       }
     }
+    const int64_t bytes = dtype_info(dtype).block_bytes;
+    k_.resize(n * bytes);
+    v_.resize(n * bytes);
+    kv_row_store(IsaLevel::kScalar, dtype, drawn_k_.data(), k_.data(), n);
+    kv_row_store(IsaLevel::kScalar, dtype, drawn_v_.data(), v_.data(), n);
+    wide_k_.resize(n);
+    wide_v_.resize(n);
+    kv_row_load(dtype, k_.data(), wide_k_.data(), n);
+    kv_row_load(dtype, v_.data(), wide_v_.data(), n);
     for (const auto& t : tables_) views_.push_back({t.data(), static_cast<int64_t>(t.size())});
   }
-  const float* k_at(int64_t seq, int64_t pos, int64_t kvh) const {
-    return k_.data() + slot(seq, pos) * s_.n_kv_heads * s_.head_dim + kvh * s_.head_dim;
+  // Row of (seq, pos, kv head): as drawn (wide = false) or as stored, widened (wide = true).
+  const float* k_at(int64_t seq, int64_t pos, int64_t kvh, bool wide) const {
+    return (wide ? wide_k_ : drawn_k_).data() + slot(seq, pos) * row() + kvh * s_.head_dim;
   }
-  const float* v_at(int64_t seq, int64_t pos, int64_t kvh) const {
-    return v_.data() + slot(seq, pos) * s_.n_kv_heads * s_.head_dim + kvh * s_.head_dim;
+  const float* v_at(int64_t seq, int64_t pos, int64_t kvh, bool wide) const {
+    return (wide ? wide_v_ : drawn_v_).data() + slot(seq, pos) * row() + kvh * s_.head_dim;
   }
-  PagedKvLayer layer() const { return {k_.data(), v_.data(), bs_}; }
+  PagedKvLayer layer() const { return {k_.data(), v_.data(), bs_, dtype_}; }
+  // The stored values widened, as an f32 cache.
+  PagedKvLayer widened_layer() const { return {wide_k_.data(), wide_v_.data(), bs_}; }
   const BlockTableView* views() const { return views_.data(); }
 
  private:
+  int64_t row() const { return s_.n_kv_heads * s_.head_dim; }
   int64_t slot(int64_t seq, int64_t pos) const { return tables_[seq][pos / bs_] * bs_ + pos % bs_; }
   Shape s_;
   int64_t bs_;
-  std::vector<float> k_, v_;
+  DType dtype_;
+  std::vector<float> drawn_k_, drawn_v_, wide_k_, wide_v_;
+  std::vector<uint8_t> k_, v_;  // as stored
   std::vector<std::vector<int32_t>> tables_;
   std::vector<BlockTableView> views_;
 };
@@ -80,7 +103,8 @@ struct Query {
   std::vector<float> q;  // [n][n_heads][head_dim]
 };
 
-Query make_queries(const Shape& s, std::vector<int32_t> seq, std::vector<int32_t> pos, uint32_t seed) {
+Query make_queries(const Shape& s, std::vector<int32_t> seq, std::vector<int32_t> pos,
+                   uint32_t seed) {
   Query out{std::move(pos), std::move(seq), {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -89,7 +113,8 @@ Query make_queries(const Shape& s, std::vector<int32_t> seq, std::vector<int32_t
   return out;
 }
 
-std::vector<float> run(IsaLevel isa, const Shape& s, const Pool& pool, const Query& q, int threads = 1) {
+std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& layer,
+                             const BlockTableView* tables, const Query& q, int threads = 1) {
   std::vector<float> out(q.q.size(), -7.0f);
   AttentionArgs a;
   a.n_tokens = static_cast<int64_t>(q.pos.size());
@@ -100,8 +125,8 @@ std::vector<float> run(IsaLevel isa, const Shape& s, const Pool& pool, const Que
   a.out = out.data();
   a.positions = q.pos.data();
   a.seq_index = q.seq.data();
-  a.block_tables = pool.views();
-  a.kv = pool.layer();
+  a.block_tables = tables;
+  a.kv = layer;
   if (isa == cpu_isa_level()) {
     ThreadPool tp(threads);
     attention(a, tp);
@@ -112,8 +137,14 @@ std::vector<float> run(IsaLevel isa, const Shape& s, const Pool& pool, const Que
   return out;
 }
 
-// Two-pass softmax in double, one head at a time.
-std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q) {
+std::vector<float> run(IsaLevel isa, const Shape& s, const Pool& pool, const Query& q,
+                       int threads = 1) {
+  return run_layer(isa, s, pool.layer(), pool.views(), q, threads);
+}
+
+// Two-pass softmax in double, one head at a time, over the drawn values (wide = false) or
+// the stored ones (wide = true).
+std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q, bool wide) {
   const int64_t hd = s.head_dim, n_rep = s.n_heads / s.n_kv_heads;
   std::vector<double> out(q.q.size());
   for (size_t t = 0; t < q.pos.size(); ++t)
@@ -121,7 +152,7 @@ std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q) 
       const float* qh = q.q.data() + (t * s.n_heads + h) * hd;
       std::vector<double> sc(q.pos[t] + 1);
       for (int64_t p = 0; p <= q.pos[t]; ++p) {
-        const float* k = pool.k_at(q.seq[t], p, h / n_rep);
+        const float* k = pool.k_at(q.seq[t], p, h / n_rep, wide);
         double d = 0;
         for (int64_t i = 0; i < hd; ++i) d += double(qh[i]) * k[i];
         sc[p] = d / std::sqrt(double(hd));
@@ -130,7 +161,7 @@ std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q) 
       double sum = 0;
       for (auto& x : sc) sum += (x = std::exp(x - mx));
       for (int64_t p = 0; p <= q.pos[t]; ++p) {
-        const float* v = pool.v_at(q.seq[t], p, h / n_rep);
+        const float* v = pool.v_at(q.seq[t], p, h / n_rep, wide);
         for (int64_t i = 0; i < hd; ++i) out[(t * s.n_heads + h) * hd + i] += sc[p] / sum * v[i];
       }
     }
@@ -138,25 +169,70 @@ std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q) 
 }
 
 const Shape kShapes[] = {
-    {8, 4, 8},     // stories260K
-    {4, 4, 64},    // multi-head
-    {6, 2, 128},   // GQA, 3 per group
-    {20, 2, 19},   // GQA groups above kAttentionGroup, odd head_dim
-    {3, 1, 33},    // MQA
+    {8, 4, 8},    // stories260K
+    {4, 4, 64},   // multi-head
+    {6, 2, 128},  // GQA, 3 per group
+    {20, 2, 19},  // GQA groups above kAttentionGroup, odd head_dim
+    {3, 1, 33},   // MQA
 };
 
+// What storing K/V in the type costs against exact attention on the drawn f32 values
+// (|q| ~ 1, |k| ~ 2, |v| ~ 1): f16 keeps 11 significant bits, bf16 8.
+double storage_tolerance(DType t) {
+  return t == DType::kF32 ? 2e-5 : t == DType::kF16 ? 3e-3 : 2.5e-2;
+}
+
 TEST(Attention, EveryPathMatchesReference) {
-  for (const Shape& s : kShapes) {
-    const Pool pool(s, 16, {150, 5, 70}, 3);
-    const Query q = make_queries(s, {0, 0, 0, 1, 2, 2, 0}, {0, 63, 64, 4, 65, 69, 149}, 4);
-    const auto want = reference(s, pool, q);
-    for (IsaLevel isa : available_isas()) {
-      const auto got = run(isa, s, pool, q);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i])))
-            << "i=" << i << " head_dim=" << s.head_dim << " isa=" << isa_level_name(isa);
+  for (DType dtype : kKvTypes)
+    for (const Shape& s : kShapes)
+      for (int64_t bs : {16, 5}) {
+        const Pool pool(s, bs, {150, 5, 70}, 3, dtype);
+        const Query q = make_queries(s, {0, 0, 0, 1, 2, 2, 0}, {0, 63, 64, 4, 65, 69, 149}, 4);
+        // Against the stored values: only the f32 arithmetic's error.
+        const auto want = reference(s, pool, q, true);
+        // Against the drawn values: plus what rounding K/V to the type costs.
+        const auto drawn = reference(s, pool, q, false);
+        const double tol = storage_tolerance(dtype);
+        for (IsaLevel isa : available_isas()) {
+          const auto got = run(isa, s, pool, q);
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i])))
+                << "i=" << i << " head_dim=" << s.head_dim << " isa=" << isa_level_name(isa)
+                << " kv=" << dtype_name(dtype) << " block size " << bs;
+            ASSERT_NEAR(got[i], drawn[i], tol * (1 + std::fabs(drawn[i])))
+                << "i=" << i << " head_dim=" << s.head_dim << " isa=" << isa_level_name(isa)
+                << " kv=" << dtype_name(dtype) << " block size " << bs;
+          }
+        }
+      }
+}
+
+// A 16-bit cache widens on load and then runs the f32 arithmetic unchanged: the same bits as
+// an f32 cache holding the widened values, on every path.
+TEST(Attention, HalfCachesGiveTheF32BitsOfTheirValues) {
+  for (DType dtype : {DType::kF16, DType::kBF16})
+    for (const Shape& s : kShapes) {
+      const Pool pool(s, 16, {150, 5, 70}, 3, dtype);
+      const Query q = make_queries(s, {0, 0, 1, 2, 0}, {0, 64, 4, 69, 149}, 5);
+      for (IsaLevel isa : available_isas()) {
+        const auto half = run(isa, s, pool, q);
+        const auto wide = run_layer(isa, s, pool.widened_layer(), pool.views(), q);
+        ASSERT_EQ(0, std::memcmp(half.data(), wide.data(), half.size() * sizeof(float)))
+            << dtype_name(dtype) << " head_dim=" << s.head_dim << " isa=" << isa_level_name(isa);
+      }
     }
-  }
+}
+
+// The storage types really differ: a test that passed an f32 layer for every dtype would
+// not notice otherwise.
+TEST(Attention, KvTypeChangesTheResult) {
+  const Shape s{4, 2, 16};
+  const Query q = make_queries(s, {0}, {40}, 6);
+  const auto f32 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kF32), q);
+  const auto f16 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kF16), q);
+  const auto bf16 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kBF16), q);
+  EXPECT_NE(0, std::memcmp(f32.data(), f16.data(), f32.size() * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(f16.data(), bf16.data(), f16.size() * sizeof(float)));
 }
 
 // Rows of token t in a result.
@@ -166,47 +242,52 @@ std::vector<float> rows_of(const std::vector<float>& all, const Shape& s, size_t
 }
 
 TEST(Attention, TokenResultIsIndependentOfBatchThreadsAndBlockSize) {
-  for (const Shape& s : kShapes) {
-    const Pool pool16(s, 16, {150, 5, 70}, 3);
-    const Pool pool4(s, 4, {150, 5, 70}, 3);
-    const Pool pool1(s, 1, {150, 5, 70}, 3);
-    // Sequence 0 at positions 140..149 (a "prefill" chunk) mixed with other sequences.
-    std::vector<int32_t> seq, pos;
-    for (int32_t p = 140; p < 150; ++p) {
-      seq.push_back(0);
-      pos.push_back(p);
-    }
-    seq.insert(seq.end(), {1, 2, 2});
-    pos.insert(pos.end(), {4, 68, 69});
-    const Query batch = make_queries(s, seq, pos, 8);
-    for (IsaLevel isa : available_isas()) {
-      const auto together = run(isa, s, pool16, batch);
-      for (size_t t = 0; t < seq.size(); ++t) {
-        Query alone{{pos[t]}, {seq[t]}, rows_of(batch.q, s, t)};
-        const auto want = rows_of(together, s, t);
-        for (const Pool* p : {&pool16, &pool4, &pool1}) {
-          const auto got = run(isa, s, *p, alone);
-          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-              << "token " << t << " isa=" << isa_level_name(isa);
+  for (DType dtype : kKvTypes)
+    for (const Shape& s : kShapes) {
+      const Pool pool16(s, 16, {150, 5, 70}, 3, dtype);
+      const Pool pool4(s, 4, {150, 5, 70}, 3, dtype);
+      const Pool pool1(s, 1, {150, 5, 70}, 3, dtype);
+      // Sequence 0 at positions 140..149 (a "prefill" chunk) mixed with other sequences.
+      std::vector<int32_t> seq, pos;
+      for (int32_t p = 140; p < 150; ++p) {
+        seq.push_back(0);
+        pos.push_back(p);
+      }
+      seq.insert(seq.end(), {1, 2, 2});
+      pos.insert(pos.end(), {4, 68, 69});
+      const Query batch = make_queries(s, seq, pos, 8);
+      for (IsaLevel isa : available_isas()) {
+        const auto together = run(isa, s, pool16, batch);
+        for (size_t t = 0; t < seq.size(); ++t) {
+          Query alone{{pos[t]}, {seq[t]}, rows_of(batch.q, s, t)};
+          const auto want = rows_of(together, s, t);
+          for (const Pool* p : {&pool16, &pool4, &pool1}) {
+            const auto got = run(isa, s, *p, alone);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << "token " << t << " isa=" << isa_level_name(isa) << " kv=" << dtype_name(dtype);
+          }
         }
       }
+      const auto one = run(cpu_isa_level(), s, pool16, batch, 1);
+      for (int threads : {2, 3}) {
+        const auto got = run(cpu_isa_level(), s, pool4, batch, threads);
+        EXPECT_EQ(0, std::memcmp(got.data(), one.data(), got.size() * sizeof(float)))
+            << threads << " threads, kv=" << dtype_name(dtype);
+      }
     }
-    const auto one = run(cpu_isa_level(), s, pool16, batch, 1);
-    for (int threads : {2, 3}) {
-      const auto got = run(cpu_isa_level(), s, pool4, batch, threads);
-      EXPECT_EQ(0, std::memcmp(got.data(), one.data(), got.size() * sizeof(float))) << threads;
-    }
-  }
 }
 
 TEST(Attention, SinglePositionReturnsItsValue) {
   const Shape s{4, 2, 16};
-  const Pool pool(s, 4, {3}, 5);
-  const Query q = make_queries(s, {0}, {0}, 6);
-  for (IsaLevel isa : available_isas()) {
-    const auto got = run(isa, s, pool, q);
-    for (int64_t h = 0; h < 4; ++h)
-      for (int64_t i = 0; i < 16; ++i) EXPECT_FLOAT_EQ(got[h * 16 + i], pool.v_at(0, 0, h / 2)[i]);
+  for (DType dtype : kKvTypes) {
+    const Pool pool(s, 4, {3}, 5, dtype);
+    const Query q = make_queries(s, {0}, {0}, 6);
+    for (IsaLevel isa : available_isas()) {
+      const auto got = run(isa, s, pool, q);
+      for (int64_t h = 0; h < 4; ++h)
+        for (int64_t i = 0; i < 16; ++i)
+          EXPECT_FLOAT_EQ(got[h * 16 + i], pool.v_at(0, 0, h / 2, true)[i]) << dtype_name(dtype);
+    }
   }
 }
 

@@ -1,4 +1,5 @@
-// Batch validation (every bad field is an InvalidArgument, never UB) and KV cache shapes.
+// Batch validation (every bad field is an InvalidArgument, never UB) and scratch sizes. KV cache
+// shapes: kv_cache_test.cpp.
 #include <gtest/gtest.h>
 
 #include "io/gguf.h"
@@ -84,34 +85,6 @@ TEST_F(BatchValidation, MismatchedCacheOrScratchIsRejected) {
   st = model_->forward(b, runner_->kv(), scratch, pool, logits.data());
   EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(st.message().find("scratch"), std::string::npos) << st.to_string();
-}
-
-TEST(KvCache, ShapeBytesAndLayout) {
-  const tally::KvCacheShape s{5, 4, 8, 10, 16};
-  EXPECT_EQ(s.bytes_per_token(), 2 * 5 * 4 * 8 * 4);
-  EXPECT_EQ(s.n_slots(), 160);
-  EXPECT_EQ(s.bytes(), 160 * 2 * 5 * 4 * 8 * 4);
-  auto kv = tally::KvCache::create(s);
-  ASSERT_TRUE(kv.ok());
-  EXPECT_EQ(kv->bytes(), s.bytes());
-  // K and V of every layer are disjoint, consecutive regions of n_slots * 32 floats.
-  const int64_t region = 160 * 4 * 8;
-  for (int64_t l = 0; l < 5; ++l) {
-    EXPECT_EQ(kv->v(l) - kv->k(l), region);
-    if (l > 0) {
-      EXPECT_EQ(kv->k(l) - kv->v(l - 1), region);
-    }
-  }
-  EXPECT_EQ(*kv->k(4), 0.0f);
-}
-
-TEST(KvCache, BadShapesAreErrors) {
-  EXPECT_EQ(tally::KvCache::create({5, 4, 8, 0, 16}).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(tally::KvCache::create({5, 4, 8, 10, -1}).status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(tally::KvCache::create({5, 4, 8, int64_t{1} << 40, 1 << 20}).status().code(), ErrorCode::kOutOfMemory);
-  tally::KvCacheShape f16{5, 4, 8, 10, 16};
-  f16.dtype = tally::DType::kF16;
-  EXPECT_EQ(tally::KvCache::create(f16).status().code(), ErrorCode::kUnsupported);
 }
 
 TEST(ForwardScratch, BytesMatchPlan) {

@@ -1,0 +1,59 @@
+#include "backend/cpu/kv_row.h"
+
+#include <cstring>
+
+#include "base/check.h"
+#include "tensor/half.h"
+
+namespace tally::cpu {
+
+bool kv_type_supported(DType type) {
+  return type == DType::kF32 || type == DType::kF16 || type == DType::kBF16;
+}
+
+void kv_row_store(IsaLevel isa, DType type, const float* src, void* dst, int64_t n) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  TALLY_DCHECK(kv_type_supported(type), "KV type {}", dtype_name(type));
+  switch (isa) {
+    case IsaLevel::kAvx512:
+      return detail::kv_row_store_avx512(type, src, dst, n);
+    case IsaLevel::kAvx2:
+      return detail::kv_row_store_avx2(type, src, dst, n);
+    case IsaLevel::kScalar:
+      break;
+  }
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  switch (type) {
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+      return;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+      return;
+    default:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+  }
+}
+
+void kv_row_store(DType type, const float* src, void* dst, int64_t n) {
+  kv_row_store(cpu_isa_level(), type, src, dst, n);
+}
+
+void kv_row_load(DType type, const void* src, float* dst, int64_t n) {
+  TALLY_DCHECK(kv_type_supported(type), "KV type {}", dtype_name(type));
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  switch (type) {
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+      return;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      return;
+    default:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+  }
+}
+
+}  // namespace tally::cpu

@@ -1,0 +1,28 @@
+// Rows of the KV cache in its storage type. f32 is stored as is; f16 and bf16 are narrowed
+// from f32 with round to nearest, ties to even, and widened back exactly. Every ISA path
+// stores the bits of the scalar conversions in tensor/half.h (F16C / AVX-512 for whole
+// vectors, the scalar code for the tail), so a cache's contents never depend on the CPU.
+#pragma once
+
+#include <cstdint>
+
+#include "base/cpu_features.h"
+#include "tensor/dtype.h"
+
+namespace tally::cpu {
+
+// The KV storage types: f32, f16, bf16.
+bool kv_type_supported(DType type);
+
+// src [n] f32 -> dst [n] of `type`, with the CPU's best path or the given one.
+void kv_row_store(DType type, const float* src, void* dst, int64_t n);
+void kv_row_store(IsaLevel isa, DType type, const float* src, void* dst, int64_t n);
+// dst [n] f32 <- src [n] of `type` (exact).
+void kv_row_load(DType type, const void* src, float* dst, int64_t n);
+
+namespace detail {
+void kv_row_store_avx2(DType type, const float* src, void* dst, int64_t n);
+void kv_row_store_avx512(DType type, const float* src, void* dst, int64_t n);
+}  // namespace detail
+
+}  // namespace tally::cpu
