@@ -93,8 +93,8 @@ T* grow(std::vector<T>& v, int64_t n) {
   return v.data();
 }
 
-MatmulActs prepare_acts(DType type, const float* x, int64_t n_in, int64_t n_tokens,
-                        ThreadPool& pool) {
+MatmulActs prepare_acts(const MatmulKernels& kernels, DType type, const float* x, int64_t n_in,
+                        int64_t n_tokens, ThreadPool& pool) {
   MatmulActs acts;
   acts.n_tokens = n_tokens;
   const ActForm form = detail::act_form(type);
@@ -113,11 +113,8 @@ MatmulActs prepare_acts(DType type, const float* x, int64_t n_in, int64_t n_toke
   pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t t = begin; t < end; ++t) {
       const float* xt = x + t * n_in;
-      if (k) {
-        detail::act_quantize_row_k(xt, n_in, q + t * n_in, d + t * n_scales, sums + t * n_sums);
-      } else {
-        detail::act_quantize_row32(xt, n_in, q + t * n_in, d + t * n_scales, sums + t * n_sums);
-      }
+      (k ? kernels.act_k : kernels.act32)(xt, n_in, q + t * n_in, d + t * n_scales,
+                                          sums + t * n_sums);
     }
   });
   acts.q = q;
@@ -146,7 +143,7 @@ void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t 
   check_shapes(w, n_tokens);
   const MatmulTileFn fn = tile_fn(k, w.type);
   if (n_tokens == 0 || w.n_out == 0) return;
-  const MatmulActs acts = prepare_acts(w.type, x, w.n_in, n_tokens, pool);
+  const MatmulActs acts = prepare_acts(k, w.type, x, w.n_in, n_tokens, pool);
   pool.parallel_for(w.n_out, kRowChunk, [&](int64_t begin, int64_t end, int) {
     const MatmulTile tile{&w, &acts, begin, end, y};
     fn(tile);
@@ -161,7 +158,7 @@ void matmul_repeat(const WeightMatrix& w, const float* x, int64_t n_tokens, floa
   const MatmulKernels& k = default_kernels();
   const MatmulTileFn fn = tile_fn(k, w.type);
   if (n_tokens == 0 || w.n_out == 0) return;
-  const MatmulActs acts = prepare_acts(w.type, x, w.n_in, n_tokens, pool);
+  const MatmulActs acts = prepare_acts(k, w.type, x, w.n_in, n_tokens, pool);
   pool.parallel_for(w.n_out, kRowChunk, [&](int64_t begin, int64_t end, int) {
     const MatmulTile tile{&w, &acts, begin, end, y};
     for (int64_t r = 0; r < n_repeats; ++r) fn(tile);

@@ -137,6 +137,8 @@ const MatmulKernels& matmul_kernels_avx2() {
       simd::tile_interleaved<Avx2Dot, simd::Q4_0x8>,
       simd::tile_rows<simd::Q4KKernel<Avx2Dot>>,
       simd::tile_rows<simd::Q6KKernel<Avx2Dot>>,
+      act_quantize_row32_avx2,
+      act_quantize_row_k_avx2,
   };
   return k;
 }

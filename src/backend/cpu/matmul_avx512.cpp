@@ -47,6 +47,8 @@ const MatmulKernels& matmul_kernels_avx512_vnni() {
       simd::tile_interleaved<VnniDot, simd::Q4_0x8>,
       simd::tile_rows<simd::Q4KKernel<VnniDot>>,
       simd::tile_rows<simd::Q6KKernel<VnniDot>>,
+      matmul_kernels_avx2().act32,
+      matmul_kernels_avx2().act_k,
   };
   return k;
 }

@@ -22,10 +22,17 @@
 
 namespace tally::cpu::detail::simd {
 
+// 4 activation bytes in every 32-bit lane. vbroadcastss from memory: a plain load on AMD
+// cores (vpbroadcastd from memory also takes a shuffle port there).
 [[gnu::always_inline]] static inline __m256i broadcast_u32(const int8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(static_cast<int>(v));
+  return _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
+}
+
+// Keeps a running sum in its register: without it GCC re-associates the integer adds of a
+// block into a tree and spills the products of all tokens to the stack.
+[[gnu::always_inline]] static inline __m256i keep(__m256i v) {
+  __asm__("" : "+x"(v));
+  return v;
 }
 
 // How far ahead of the quants being read a one-token product prefetches.
@@ -54,9 +61,9 @@ struct Q4_0x8 {
         const __m256i lo = _mm256_and_si256(v, m4);                        // elements 4j..4j+3
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);  // 16+4j..16+4j+3
         for (int t = 0; t < T; ++t)
-          s[t] = Isa::q4_step(s[t], lo, broadcast_u32(x.q[t] + b * kQBlock + 4 * j));
+          s[t] = keep(Isa::q4_step(s[t], lo, broadcast_u32(x.q[t] + b * kQBlock + 4 * j)));
         for (int t = 0; t < T; ++t)
-          s[t] = Isa::q4_step(s[t], hi, broadcast_u32(x.q[t] + b * kQBlock + 16 + 4 * j));
+          s[t] = keep(Isa::q4_step(s[t], hi, broadcast_u32(x.q[t] + b * kQBlock + 16 + 4 * j)));
       }
       const __m256 w_scale =
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
@@ -91,8 +98,8 @@ struct Q8_0x8 {
         const __m256i w = load_i8x32(q + 32 * j);
         const __m256i abs_w = _mm256_abs_epi8(w);  // u8: |-128| = 128 stays exact
         for (int t = 0; t < T; ++t)
-          s[t] = Isa::q8_step(s[t], abs_w,
-                              _mm256_sign_epi8(broadcast_u32(x.q[t] + b * kQBlock + 4 * j), w));
+          s[t] = keep(Isa::q8_step(
+              s[t], abs_w, _mm256_sign_epi8(broadcast_u32(x.q[t] + b * kQBlock + 4 * j), w)));
       }
       const __m256 w_scale =
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
@@ -206,9 +213,13 @@ void group_tokens(const uint8_t* group, const MatmulTile& tile, int64_t g, int64
 }
 
 // Tokens in blocks of kInterleavedTokenBlock (their int8 rows stay in L2), and within a
-// block each group of the tile against its tokens, kMaxTokens at a time: the tile's weights
-// (16 rows) stay in L1/L2 across token blocks, so each is read from memory once per call.
+// block each group of the tile against its tokens, kInterleavedMaxTokens at a time: the
+// tile's weights (16 rows) stay in L1/L2 across token blocks, so each is read from memory
+// once per call.
 inline constexpr int64_t kInterleavedTokenBlock = 64;
+// Tokens per microkernel call: T int32/int16 and T float accumulators, the weights and a
+// broadcast fit the 16 vector registers.
+inline constexpr int kInterleavedMaxTokens = 4;
 
 template <class Isa, class Ops>
 void tile_interleaved(const MatmulTile& tile) {
@@ -223,9 +234,15 @@ void tile_interleaved(const MatmulTile& tile) {
     for (int64_t g = g0; g < g1; ++g) {
       const uint8_t* group = groups + (g - g0) * group_bytes;
       int64_t t = t0;
-      for (; t + kMaxTokens <= t_end; t += kMaxTokens)
-        group_tokens<Isa, Ops, kMaxTokens>(group, tile, g, t);
+      for (; t + kInterleavedMaxTokens <= t_end; t += kInterleavedMaxTokens)
+        group_tokens<Isa, Ops, kInterleavedMaxTokens>(group, tile, g, t);
       const int64_t left = t_end - t;
+      if constexpr (kInterleavedMaxTokens > 5) {
+        if (left == 5) group_tokens<Isa, Ops, 5>(group, tile, g, t);
+      }
+      if constexpr (kInterleavedMaxTokens > 4) {
+        if (left == 4) group_tokens<Isa, Ops, 4>(group, tile, g, t);
+      }
       if (left == 3) group_tokens<Isa, Ops, 3>(group, tile, g, t);
       if (left == 2) group_tokens<Isa, Ops, 2>(group, tile, g, t);
       if (left == 1) group_tokens<Isa, Ops, 1>(group, tile, g, t);

@@ -57,9 +57,13 @@ struct MatmulTile {
 
 using MatmulTileFn = void (*)(const MatmulTile& tile);
 
+// Quantizes one activation row (below); each kernel table names the version it uses.
+using ActQuantFn = void (*)(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums);
+
 struct MatmulKernels {
   const char* name;
   MatmulTileFn f32, f16, bf16, q8_0, q4_0, q4_k, q6_k;
+  ActQuantFn act32, act_k;  // for 32-block and K-quant weights
 };
 
 const MatmulKernels& matmul_kernels_scalar();
@@ -90,10 +94,14 @@ void interleave_group(int qs_bytes, const uint8_t* const* rows, int64_t nb, uint
 enum class ActForm { kFloat, kBlock32, kBlockK };
 ActForm act_form(DType type);
 
-// Quantizes one activation row (the same code for every ISA path, so the int8 values and
-// scales never differ between paths). Block of n values: d = amax / 127, q = round(x / d).
+// Quantizes one activation row. Block of n values: d = amax / 127 (NaNs skipped),
+// q = round_nearest_even(x * (1 / d)) clamped to [-127, 127] (NaN gives -127), sums of q per
+// block (32-blocks) or per 16 (K-quants). The AVX2 version gives the scalar one's bytes
+// exactly (tested), so the int8 values and scales never differ between paths.
 void act_quantize_row32(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums);
 void act_quantize_row_k(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums);
+void act_quantize_row32_avx2(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums);
+void act_quantize_row_k_avx2(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums);
 
 // Helpers shared with the SIMD files are always_inline: an out-of-line copy built for AVX2
 // must never be the one baseline code links to.

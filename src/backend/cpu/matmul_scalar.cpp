@@ -158,6 +158,8 @@ const MatmulKernels& matmul_kernels_scalar() {
       tile_quant<dot_q4_0>,
       tile_quant<dot_q4_k>,
       tile_quant<dot_q6_k>,
+      act_quantize_row32,
+      act_quantize_row_k,
   };
   return k;
 }
