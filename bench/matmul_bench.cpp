@@ -1,5 +1,6 @@
 // Matmul throughput: GB/s of weight bytes streamed for an n_out x n_in weight matrix against
-// n_tokens activation rows (n_tokens = 1 is decode's matvec, which is memory-bound).
+// n_tokens activation rows (n_tokens = 1 is decode's matvec, which is memory-bound). Q8_0 and
+// Q4_0 run repacked, as in a loaded model; *_rows runs them in GGUF's row layout.
 //   tally_matmul_bench --benchmark_filter='q4_0'      (TALLY_ISA=avx2|scalar lowers the path)
 // TALLY_BENCH_ROWS=512 shrinks the matrix until it sits in cache: then GB/s measures the
 // kernels' arithmetic rather than memory.
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul_repack.h"
 #include "tensor/quantize.h"
 
 namespace tally::cpu {
@@ -41,14 +43,21 @@ const std::vector<uint8_t>& weights(DType type) {
   return cache.emplace(type, std::move(bytes)).first->second;
 }
 
-void bm_matmul(benchmark::State& state, DType type) {
+// repack: Q8_0 / Q4_0 in the interleaved layout a loaded model uses (matmul_repack.h);
+// without it, the GGUF row layout that matmul interleaves per task.
+void bm_matmul(benchmark::State& state, DType type, bool repack) {
   const int threads = static_cast<int>(state.range(0));
   const int64_t n_tokens = state.range(1);
   const auto& bytes = weights(type);
-  const WeightMatrix w{type, kCols, kRows, bytes.data(), dtype_row_bytes(type, kCols)};
+  WeightMatrix w{type, kCols, kRows, bytes.data(), dtype_row_bytes(type, kCols)};
   std::vector<float> x(n_tokens * kCols, 0.5f), y(n_tokens * kRows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   ThreadPool pool(threads);
+  RepackedWeights repacked;
+  if (repack) {
+    repacked = RepackedWeights(w, pool);
+    w = repacked.view();
+  }
   matmul(w, x.data(), n_tokens, y.data(), pool);  // warm: scratch, caches, page faults
   for (auto _ : state) {
     matmul(w, x.data(), n_tokens, y.data(), pool);
@@ -60,6 +69,9 @@ void bm_matmul(benchmark::State& state, DType type) {
       benchmark::Counter(weight_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tokens),
                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(kRows * kCols * n_tokens) / 1e9,
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(matmul_path_name());
 }
 
@@ -69,13 +81,15 @@ void args(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
-BENCHMARK_CAPTURE(bm_matmul, q4_0, DType::kQ4_0)->Apply(args);
-BENCHMARK_CAPTURE(bm_matmul, q8_0, DType::kQ8_0)->Apply(args);
-BENCHMARK_CAPTURE(bm_matmul, f16, DType::kF16)->Apply(args);
-BENCHMARK_CAPTURE(bm_matmul, q4_K, DType::kQ4_K)->Apply(args);
-BENCHMARK_CAPTURE(bm_matmul, q6_K, DType::kQ6_K)->Apply(args);
-BENCHMARK_CAPTURE(bm_matmul, bf16, DType::kBF16)->Apply(args);
-BENCHMARK_CAPTURE(bm_matmul, f32, DType::kF32)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q4_0, DType::kQ4_0, true)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q8_0, DType::kQ8_0, true)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q4_0_rows, DType::kQ4_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q8_0_rows, DType::kQ8_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, f16, DType::kF16, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q4_K, DType::kQ4_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q6_K, DType::kQ6_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, bf16, DType::kBF16, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, f32, DType::kF32, false)->Apply(args);
 
 }  // namespace
 }  // namespace tally::cpu
