@@ -23,7 +23,7 @@ Workload mixed_workload(int32_t n, uint64_t seed) {
     return lo + static_cast<int32_t>((x >> 33) % static_cast<uint64_t>(hi - lo + 1));
   };
   for (int32_t i = 0; i < n; ++i) {
-    tally::EngineRequest r = greedy_request(make_prompt(next(2, 120), seed + i), next(4, 72));
+    tally::EngineRequest r = greedy_request(make_prompt(next(2, 96), seed + i), next(4, 48));
     if (i % 4 == 3) {
       r.sampling.temperature = 0.9f;
       r.sampling.seed = 1000 + i;
@@ -55,12 +55,12 @@ void expect_same(const RequestLog& got, const RequestLog& want, size_t i) {
 
 TEST(EngineBatch, SixtyFourRequestsWithPreemptionMatchEachRunAlone) {
   tally::EngineConfig c = stories_config();
-  c.max_batched_tokens = 64;  // prompts of up to 120 tokens are chunked
+  c.max_batched_tokens = 64;  // prompts of up to 96 tokens are chunked
   c.max_seqs = 16;
-  c.kv_cache_memory = 20 * 16 * 1280;  // 20 blocks = 320 tokens for 16 sequences
+  c.kv_cache_memory = 16 * 16 * 1280;  // 16 blocks = 256 tokens for 16 sequences
   auto engine = make_engine(c);
   ASSERT_TRUE(engine);
-  ASSERT_EQ(engine->ledger().kv_blocks, 20);
+  ASSERT_EQ(engine->ledger().kv_blocks, 16);
   const Workload w = mixed_workload(64, 7);
   const auto together = run_together(*engine, w);
   const tally::EngineMetrics m = engine->metrics();
