@@ -38,7 +38,9 @@ std::vector<float> run(MatmulTileFn fn, const WeightMatrix& w, const std::vector
                          sums.data() + t * n_sums);
     }
   }
-  MatmulActs acts{x.data(), q.data(), d.data(), sums.data(), n_tokens};
+  std::vector<int32_t> sums8(n_tokens * n_scales);
+  for (size_t i = 0; i < sums8.size() && !k; ++i) sums8[i] = 8 * sums[i];
+  MatmulActs acts{x.data(), q.data(), d.data(), sums.data(), n_tokens, sums8.data()};
   std::vector<float> y(n_tokens * w.n_out, NAN);
   fn(MatmulTile{&w, &acts, 0, w.n_out, y.data()});
   return y;

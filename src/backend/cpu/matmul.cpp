@@ -82,9 +82,10 @@ MatmulTileFn tile_fn(const MatmulKernels& k, DType type) {
 // Quantized activation rows of the calling thread: grown to the largest call, never shrunk,
 // so steady-state calls allocate nothing.
 struct ActScratch {
-  std::vector<int8_t> q;      // [n_tokens][n_in]
-  std::vector<float> d;       // [n_tokens][n_in / block]
-  std::vector<int16_t> sums;  // [n_tokens][n_in / sum group]
+  std::vector<int8_t> q;       // [n_tokens][n_in]
+  std::vector<float> d;        // [n_tokens][n_in / block]
+  std::vector<int16_t> sums;   // [n_tokens][n_in / sum group]
+  std::vector<int32_t> sums8;  // [n_tokens][n_in / block] (32-blocks only)
 };
 
 template <typename T>
@@ -109,17 +110,21 @@ MatmulActs prepare_acts(const MatmulKernels& kernels, DType type, const float* x
   int8_t* q = grow(scratch.q, n_tokens * n_in);
   float* d = grow(scratch.d, n_tokens * n_scales);
   int16_t* sums = grow(scratch.sums, n_tokens * n_sums);
+  int32_t* sums8 = k ? nullptr : grow(scratch.sums8, n_tokens * n_scales);
   // Each row is quantized on its own, so splitting rows over threads changes nothing.
   pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t t = begin; t < end; ++t) {
       const float* xt = x + t * n_in;
       (k ? kernels.act_k : kernels.act32)(xt, n_in, q + t * n_in, d + t * n_scales,
                                           sums + t * n_sums);
+      if (!k)
+        for (int64_t b = 0; b < n_scales; ++b) sums8[t * n_scales + b] = 8 * sums[t * n_sums + b];
     }
   });
   acts.q = q;
   acts.d = d;
   acts.sums = sums;
+  acts.sums8 = sums8;
   return acts;
 }
 

@@ -28,6 +28,10 @@ namespace tally::cpu::detail::simd {
   return _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
 }
 
+[[gnu::always_inline]] static inline __m256i broadcast_i32(const int32_t* p) {
+  return _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
+}
+
 // Keeps a running sum in its register: without it GCC re-associates the integer adds of a
 // block into a tree and spills the products of all tokens to the stack.
 [[gnu::always_inline]] static inline __m256i keep(__m256i v) {
@@ -69,8 +73,7 @@ struct Q4_0x8 {
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
       for (int t = 0; t < T; ++t) {
         // The weights are q - 8: subtract 8 * sum(x) of the block (exact integers).
-        const __m256i dot =
-            _mm256_sub_epi32(Isa::q4_finish(s[t]), _mm256_set1_epi32(8 * x.sums[t][b]));
+        const __m256i dot = _mm256_sub_epi32(Isa::q4_finish(s[t]), broadcast_i32(x.sums8[t] + b));
         const __m256 c = _mm256_mul_ps(w_scale, _mm256_set1_ps(x.d[t][b]));
         acc[t] = _mm256_fmadd_ps(c, _mm256_cvtepi32_ps(dot), acc[t]);
       }

@@ -36,7 +36,7 @@ inline constexpr int kActSumGroup = 16;  // K activations keep a sum per 16 valu
 // Activations in the form the weight type's kernel reads (per token row t):
 //   float weights:      x + t * n_in                                   [n_in] f32
 //   32-block weights:   q + t * n_in [n_in] int8, d + t * (n_in/32) scales,
-//                       sums + t * (n_in/32) sums of q per block
+//                       sums + t * (n_in/32) sums of q per block, sums8 the same times 8
 //   K-quant weights:    q, d + t * (n_in/256) scales, sums + t * (n_in/16) sums per 16
 struct MatmulActs {
   const float* x = nullptr;
@@ -44,6 +44,7 @@ struct MatmulActs {
   const float* d = nullptr;
   const int16_t* sums = nullptr;
   int64_t n_tokens = 0;
+  const int32_t* sums8 = nullptr;  // 32-block weights: 8 * sums, int32 (Q4_0's q - 8 offset)
 };
 
 // Rows [row_begin, row_end) of w against every token; writes y[t * w.n_out + o].

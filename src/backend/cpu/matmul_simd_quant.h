@@ -37,9 +37,10 @@ inline constexpr int kMaxTokens = 4;
 
 template <int T>
 struct TokenRows {
-  const int8_t* q[T];      // [n_in] each
-  const float* d[T];       // [n_in / block]
-  const int16_t* sums[T];  // per block (32-blocks) or per 16 (K-quants)
+  const int8_t* q[T];       // [n_in] each
+  const float* d[T];        // [n_in / block]
+  const int16_t* sums[T];   // per block (32-blocks) or per 16 (K-quants)
+  const int32_t* sums8[T];  // 32-blocks: 8 * sums
 };
 
 template <int T>
@@ -51,6 +52,7 @@ template <int T>
     r.q[t] = a.q + (t0 + t) * n;
     r.d[t] = a.d + (t0 + t) * n_scales;
     r.sums[t] = a.sums + (t0 + t) * n_sums;
+    r.sums8[t] = a.sums8 ? a.sums8 + (t0 + t) * n_scales : nullptr;
   }
   return r;
 }
