@@ -1,0 +1,60 @@
+// POST /v1/completions: prompts (text or token ids, one or a list) -> a GenerationJob.
+#include <fmt/format.h>
+
+#include "server/generation_setup.h"
+#include "server/handlers.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tally::server {
+
+namespace {
+
+std::optional<ApiError> tokenize_prompts(const ServerContext& ctx, const CompletionRequest& req,
+                                         std::vector<JobPrompt>& out) {
+  const Tokenizer& tok = ctx.tokenizer;
+  if (static_cast<int32_t>(req.prompts.size()) > ctx.config.max_prompts) {
+    return ApiError::bad_request(fmt::format("'prompt' lists {} prompts, at most {} are allowed",
+                                             req.prompts.size(), ctx.config.max_prompts),
+                                 "prompt");
+  }
+  for (size_t i = 0; i < req.prompts.size(); ++i) {
+    JobPrompt prompt;
+    if (const auto* text = std::get_if<std::string>(&req.prompts[i])) {
+      prompt.tokens = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+      if (prompt.tokens.empty() && tok.bos() >= 0) prompt.tokens.push_back(tok.bos());
+      if (req.echo) prompt.echo = *text;
+    } else {
+      const auto& ids = std::get<std::vector<int64_t>>(req.prompts[i]);
+      const std::string field = req.prompts.size() > 1 ? fmt::format("prompt[{}]", i) : "prompt";
+      if (auto e = checked_token_ids(ids, tok.n_vocab(), field, prompt.tokens)) return e;
+      if (req.echo) prompt.echo = tok.decode(prompt.tokens, /*skip_special=*/false);
+    }
+    out.push_back(std::move(prompt));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void handle_completions(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange) {
+  CompletionRequest req;
+  IgnoredFields ignored;
+  if (auto e = parse_completion_request(exchange->request().body, req, ignored)) {
+    return reply_error(*exchange, *e);
+  }
+  log_ignored_fields(*exchange, ignored);
+  if (!ctx.resolve_model(req.params.model)) {
+    return reply_error(*exchange, unknown_model_error(req.params.model));
+  }
+  GenerationInput input;
+  input.kind = ApiKind::kCompletion;
+  input.params = &req.params;
+  if (auto e = tokenize_prompts(ctx, req, input.prompts)) return reply_error(*exchange, *e);
+  JobSpec spec;
+  if (auto e = prepare_generation(ctx, *exchange, std::move(input), spec)) {
+    return reply_error(*exchange, *e);
+  }
+  std::make_shared<GenerationJob>(ctx, std::move(exchange), std::move(spec))->start();
+}
+
+}  // namespace tally::server

@@ -1,0 +1,165 @@
+#include "server/generation_setup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "tokenizer/tokenizer.h"
+
+namespace tally::server {
+
+namespace {
+
+// OpenAI's default for completions; chat defaults to the rest of the context.
+constexpr int64_t kDefaultCompletionTokens = 16;
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The field a sampling validation message is about.
+std::string sampling_field(const std::string& message) {
+  for (const char* field : {"logit_bias", "top_logprobs", "temperature", "top_p", "min_p"}) {
+    if (message.find(field) != std::string::npos) return field;
+  }
+  return {};
+}
+
+std::optional<ApiError> resolve_max_tokens(const ServerContext& ctx, const GenerationInput& in,
+                                           int64_t longest_prompt, int32_t& out) {
+  const int64_t context = ctx.engine.max_model_len();
+  const int64_t limit = ctx.config.max_tokens_limit;
+  const int64_t room = context - longest_prompt;
+  const auto& given = in.params->max_tokens;
+  if (given) {
+    if (limit > 0 && *given > limit) {
+      return ApiError::bad_request(
+          fmt::format("'max_tokens' is {}, more than this server's limit of {}", *given, limit),
+          "max_tokens");
+    }
+    if (*given > room) {
+      return ApiError::bad_request(
+          fmt::format("This model's maximum context length is {} tokens. However, you requested "
+                      "{} tokens ({} in the {}, {} for the completion). Please reduce the length "
+                      "of the {} or the completion.",
+                      context, longest_prompt + *given, longest_prompt, in.prompt_field, *given,
+                      in.prompt_field),
+          "max_tokens");
+    }
+    out = static_cast<int32_t>(*given);
+    return std::nullopt;
+  }
+  int64_t value = in.kind == ApiKind::kCompletion ? kDefaultCompletionTokens : room;
+  if (limit > 0) value = std::min(value, limit);
+  out = static_cast<int32_t>(std::max<int64_t>(1, std::min(value, room)));
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_prompts(const ServerContext& ctx, const GenerationInput& in,
+                                      int64_t& longest) {
+  const int64_t context = ctx.engine.max_model_len();
+  longest = 0;
+  for (size_t i = 0; i < in.prompts.size(); ++i) {
+    const int64_t length = static_cast<int64_t>(in.prompts[i].tokens.size());
+    if (length == 0) {
+      return ApiError::bad_request(fmt::format("'{}' gives no tokens", in.prompt_field),
+                                   in.prompt_field);
+    }
+    if (length >= context) {
+      return ApiError::bad_request(
+          fmt::format("the {} has {} tokens, but this model's context is {} tokens (at least "
+                      "one must be left for the completion)",
+                      in.prompt_field, length, context),
+          in.prompt_field);
+    }
+    longest = std::max(longest, length);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_params(const ServerContext& ctx, const GenerationParams& p) {
+  if (p.n > ctx.config.max_n) {
+    return ApiError::bad_request(
+        fmt::format("'n' is {}, more than this server's limit of {}", p.n, ctx.config.max_n), "n");
+  }
+  const Status valid = p.sampling.validate(ctx.tokenizer.n_vocab());
+  if (!valid.ok()) return ApiError::bad_request(valid.message(), sampling_field(valid.message()));
+  return std::nullopt;
+}
+
+}  // namespace
+
+ApiError unknown_model_error(const std::string& model) {
+  return ApiError::not_found(fmt::format("The model `{}` does not exist.", model), "model",
+                             "model_not_found");
+}
+
+std::optional<ApiError> checked_token_ids(const std::vector<int64_t>& ids, int32_t n_vocab,
+                                          const std::string& field, std::vector<int32_t>& out) {
+  out.clear();
+  out.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= n_vocab) {
+      return ApiError::bad_request(
+          fmt::format("'{}[{}]' is token id {}, outside the vocabulary [0, {})", field, i, ids[i],
+                      n_vocab),
+          field.substr(0, field.find('[')));
+    }
+    out.push_back(static_cast<int32_t>(ids[i]));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exchange,
+                                           GenerationInput in, JobSpec& spec) {
+  const GenerationParams& p = *in.params;
+  const auto model = ctx.resolve_model(p.model);
+  if (!model) return unknown_model_error(p.model);
+  exchange.log().model = *model;
+  if (auto e = check_params(ctx, p)) return e;
+  int64_t longest = 0;
+  if (auto e = check_prompts(ctx, in, longest)) return e;
+  int32_t max_tokens = 0;
+  if (auto e = resolve_max_tokens(ctx, in, longest, max_tokens)) return e;
+  if (p.min_tokens > max_tokens) {
+    return ApiError::bad_request(
+        fmt::format("'min_tokens' ({}) must not exceed max_tokens ({})", p.min_tokens, max_tokens),
+        "min_tokens");
+  }
+
+  int64_t reserve = 0;
+  for (const auto& prompt : in.prompts) {
+    reserve += static_cast<int64_t>(prompt.tokens.size()) + int64_t{max_tokens} * p.n;
+  }
+  spec.rate_client = ServerContext::rate_client(exchange);
+  const auto decision = ctx.rate_limiter.admit(spec.rate_client, reserve);
+  if (!decision.allowed) {
+    ApiError error =
+        ApiError::rate_limited(fmt::format("rate limit of {} per minute reached; retry in {:.1f} s",
+                                           decision.what, decision.retry_after));
+    error.retry_after = static_cast<int>(std::ceil(decision.retry_after));
+    return error;
+  }
+  spec.reserved_tokens = reserve;
+
+  const bool chat = in.kind == ApiKind::kChat;
+  spec.meta = {in.kind, (chat ? "chatcmpl-" : "cmpl-") + exchange.log().request_id, unix_now(),
+               *model};
+  spec.prompts = std::move(in.prompts);
+  spec.request.sampling = p.sampling;
+  spec.request.max_tokens = max_tokens;
+  spec.request.min_tokens = p.min_tokens;
+  spec.request.n = p.n;
+  spec.request.ignore_eos = p.ignore_eos;
+  spec.request.stop = p.stop;
+  spec.stream = p.stream;
+  spec.include_usage = p.include_usage;
+  spec.logprobs = p.logprobs >= 0;
+  return std::nullopt;
+}
+
+}  // namespace tally::server

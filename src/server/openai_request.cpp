@@ -1,0 +1,250 @@
+#include "server/openai_request.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "server/generation_fields.h"
+#include "server/json_fields.h"
+
+namespace tally::server {
+
+using namespace json_fields;
+
+namespace {
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxN = 128;
+constexpr int64_t kMaxLogprobs = 20;
+constexpr size_t kMaxStops = 16;
+
+// Fields both endpoints read (sampling, limits, streaming).
+const std::vector<std::string_view> kCommonFields = {"model",
+                                                     "max_tokens",
+                                                     "temperature",
+                                                     "top_p",
+                                                     "top_k",
+                                                     "min_p",
+                                                     "n",
+                                                     "stop",
+                                                     "seed",
+                                                     "presence_penalty",
+                                                     "frequency_penalty",
+                                                     "repetition_penalty",
+                                                     "logit_bias",
+                                                     "stream",
+                                                     "stream_options",
+                                                     "user",
+                                                     "ignore_eos",
+                                                     "min_tokens",
+                                                     "logprobs"};
+
+// OpenAI's defaults, not the CLI's: temperature 1, no top-k / top-p / min-p cut, penalties
+// over the whole output.
+SamplingParams openai_sampling_defaults() {
+  SamplingParams s;
+  s.temperature = 1.0f;
+  s.top_k = 0;
+  s.top_p = 1.0f;
+  s.min_p = 0.0f;
+  s.penalty_last_n = -1;
+  s.seed = kRandomSeed;
+  return s;
+}
+
+Error read_stop(const Json& object, std::vector<std::string>& out) {
+  const Json* v = find(object, "stop");
+  if (!v) return std::nullopt;
+  if (v->is_string()) {
+    out.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() > kMaxStops) {
+      return ApiError::bad_request(
+          fmt::format("'stop' has {} entries, at most {} are allowed", v->size(), kMaxStops),
+          "stop");
+    }
+    for (size_t i = 0; i < v->size(); ++i) {
+      const Json& s = (*v)[i];
+      if (!s.is_string()) return wrong_type(fmt::format("stop[{}]", i), "a string", s);
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    return wrong_type("stop", "a string or an array of strings", *v);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].empty()) {
+      return ApiError::bad_request(fmt::format("'stop[{}]' is an empty string", i), "stop");
+    }
+  }
+  return std::nullopt;
+}
+
+Error read_logit_bias(const Json& object, SamplingParams& p) {
+  const Json* v = find(object, "logit_bias");
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return wrong_type("logit_bias", "an object of token id -> bias", *v);
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    char* end = nullptr;
+    const long long token = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || token < 0 || token > kMaxInt32) {
+      return ApiError::bad_request(
+          fmt::format("'logit_bias' key '{}' is not a token id (a non-negative integer)", key),
+          "logit_bias");
+    }
+    const Json& bias = it.value();
+    if (!bias.is_number() || !std::isfinite(bias.get<double>()) ||
+        std::fabs(bias.get<double>()) > 100) {
+      return ApiError::bad_request(
+          fmt::format("'logit_bias[{}]' must be a number in [-100, 100]", key), "logit_bias");
+    }
+    p.logit_bias.emplace_back(static_cast<int32_t>(token), bias.get<float>());
+  }
+  return std::nullopt;
+}
+
+Error read_stream_options(const Json& object, GenerationParams& p) {
+  const Json* v = find(object, "stream_options");
+  if (!v) return std::nullopt;
+  if (!v->is_object()) return wrong_type("stream_options", "an object", *v);
+  if (!p.stream) {
+    return ApiError::bad_request("'stream_options' is only allowed when 'stream' is true",
+                                 "stream_options");
+  }
+  if (const Json* u = find(*v, "include_usage")) {
+    if (!u->is_boolean()) return wrong_type("stream_options.include_usage", "a boolean", *u);
+    p.include_usage = u->get<bool>();
+  }
+  return std::nullopt;
+}
+
+Error read_sampling(const Json& o, SamplingParams& s) {
+  TALLY_API_TRY(read_float(o, "temperature", 0, 100, s.temperature));
+  TALLY_API_TRY(read_float(o, "top_p", 0, 1, s.top_p));
+  std::optional<int64_t> top_k;
+  TALLY_API_TRY(read_int(o, "top_k", -1, kMaxInt32, top_k));
+  if (top_k) s.top_k = static_cast<int32_t>(*top_k);
+  TALLY_API_TRY(read_float(o, "min_p", 0, 1, s.min_p));
+  TALLY_API_TRY(read_float(o, "presence_penalty", -2, 2, s.presence_penalty));
+  TALLY_API_TRY(read_float(o, "frequency_penalty", -2, 2, s.frequency_penalty));
+  TALLY_API_TRY(read_float(o, "repetition_penalty", 1e-3, 100, s.repetition_penalty));
+  std::optional<int64_t> seed;
+  TALLY_API_TRY(read_int(o, "seed", std::numeric_limits<int64_t>::min(),
+                         std::numeric_limits<int64_t>::max(), seed));
+  if (seed) s.seed = static_cast<uint64_t>(*seed);
+  return read_logit_bias(o, s);
+}
+
+}  // namespace
+
+Error read_generation_common(const Json& o, GenerationParams& p) {
+  p.sampling = openai_sampling_defaults();
+  TALLY_API_TRY(read_string(o, "model", p.model));
+  TALLY_API_TRY(read_int(o, "max_tokens", 1, kMaxInt32, p.max_tokens));
+  TALLY_API_TRY(read_sampling(o, p.sampling));
+  std::optional<int64_t> n;
+  TALLY_API_TRY(read_int(o, "n", 1, kMaxN, n));
+  if (n) p.n = static_cast<int32_t>(*n);
+  TALLY_API_TRY(read_stop(o, p.stop));
+  TALLY_API_TRY(read_bool(o, "stream", p.stream));
+  TALLY_API_TRY(read_stream_options(o, p));
+  TALLY_API_TRY(read_string(o, "user", p.user));
+  TALLY_API_TRY(read_bool(o, "ignore_eos", p.ignore_eos));
+  std::optional<int64_t> min_tokens;
+  TALLY_API_TRY(read_int(o, "min_tokens", 0, kMaxInt32, min_tokens));
+  if (min_tokens) p.min_tokens = static_cast<int32_t>(*min_tokens);
+  return std::nullopt;
+}
+
+Error check_generation_params(const GenerationParams& p) {
+  if (p.max_tokens && p.min_tokens > *p.max_tokens) {
+    return ApiError::bad_request(fmt::format("'min_tokens' ({}) must not exceed 'max_tokens' ({})",
+                                             p.min_tokens, *p.max_tokens),
+                                 "min_tokens");
+  }
+  return std::nullopt;
+}
+
+const std::vector<std::string_view>& generation_common_fields() { return kCommonFields; }
+
+namespace {
+
+Error read_token_list(const Json& array, const std::string& field, std::vector<int64_t>& out) {
+  out.reserve(array.size());
+  for (size_t i = 0; i < array.size(); ++i) {
+    int64_t id = 0;
+    TALLY_API_TRY(to_int(array[i], fmt::format("{}[{}]", field, i), 0, kMaxInt32, id));
+    out.push_back(id);
+  }
+  return std::nullopt;
+}
+
+// "text" | ["text", ...] | [id, ...] | [[id, ...], ...]
+Error read_prompts(const Json& o, std::vector<PromptInput>& out) {
+  const Json* v = find(o, "prompt");
+  if (!v) return ApiError::bad_request("'prompt' is required", "prompt");
+  if (v->is_string()) {
+    out.emplace_back(v->get<std::string>());
+    return std::nullopt;
+  }
+  if (!v->is_array()) return wrong_type("prompt", "a string or an array", *v);
+  if (v->empty()) return ApiError::bad_request("'prompt' must not be an empty array", "prompt");
+  const Json& first = (*v)[0];
+  if (first.is_number()) {
+    std::vector<int64_t> ids;
+    TALLY_API_TRY(read_token_list(*v, "prompt", ids));
+    out.emplace_back(std::move(ids));
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& item = (*v)[i];
+    const std::string field = fmt::format("prompt[{}]", i);
+    if (first.is_string() && item.is_string()) {
+      out.emplace_back(item.get<std::string>());
+    } else if (first.is_array() && item.is_array()) {
+      if (item.empty()) return ApiError::bad_request(fmt::format("'{}' is empty", field), "prompt");
+      std::vector<int64_t> ids;
+      TALLY_API_TRY(read_token_list(item, field, ids));
+      out.emplace_back(std::move(ids));
+    } else {
+      return wrong_type(field, first.is_array() ? "an array of token ids" : "a string", item);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_completion_request(std::string_view body, CompletionRequest& out,
+                                                 IgnoredFields& ignored) {
+  Json o;
+  TALLY_API_TRY(parse_object(body, o));
+  TALLY_API_TRY(read_generation_common(o, out.params));
+  TALLY_API_TRY(read_prompts(o, out.prompts));
+  TALLY_API_TRY(read_bool(o, "echo", out.echo));
+  std::optional<int64_t> logprobs;
+  TALLY_API_TRY(read_int(o, "logprobs", 0, kMaxLogprobs, logprobs));
+  if (logprobs) {
+    out.params.logprobs = static_cast<int32_t>(*logprobs);
+    out.params.sampling.logprobs = true;
+    out.params.sampling.top_logprobs = out.params.logprobs;
+  }
+  if (const Json* suffix = find(o, "suffix")) {
+    if (!suffix->is_string() || !suffix->get<std::string>().empty()) {
+      return ApiError::bad_request("'suffix' is not supported", "suffix");
+    }
+  }
+  std::optional<int64_t> best_of;
+  TALLY_API_TRY(read_int(o, "best_of", 1, kMaxN, best_of));
+  if (best_of && *best_of != out.params.n) {
+    return ApiError::bad_request("'best_of' other than 'n' is not supported", "best_of");
+  }
+  TALLY_API_TRY(check_generation_params(out.params));
+  std::vector<std::string_view> known = kCommonFields;
+  known.insert(known.end(), {"prompt", "echo", "suffix", "best_of"});
+  collect_unknown(o, known, ignored);
+  return std::nullopt;
+}
+
+}  // namespace tally::server

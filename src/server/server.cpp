@@ -1,0 +1,164 @@
+#include "server/server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <csignal>
+
+#include "server/access_log.h"
+#include "server/auth.h"
+#include "server/generation_job.h"
+#include "server/handlers.h"
+#include "server/http_server.h"
+#include "server/router.h"
+
+namespace tally::server {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void add_routes(Router& router, ServerContext& ctx) {
+  auto bind = [&ctx](void (*fn)(ServerContext&, std::shared_ptr<HttpExchange>)) {
+    return [&ctx, fn](std::shared_ptr<HttpExchange> ex) { fn(ctx, std::move(ex)); };
+  };
+  router.add("POST", "/v1/completions", RouteAccess::kKey, bind(handle_completions));
+  router.add("POST", "/v1/chat/completions", RouteAccess::kKey, bind(handle_chat_completions));
+  router.add("GET", "/v1/models", RouteAccess::kKey, bind(handle_models), /*prefix=*/true);
+  router.add("POST", "/tokenize", RouteAccess::kKey, bind(handle_tokenize));
+  router.add("POST", "/detokenize", RouteAccess::kKey, bind(handle_detokenize));
+  router.add("GET", "/health", RouteAccess::kHealth, bind(handle_health));
+  router.add("GET", "/ready", RouteAccess::kHealth, bind(handle_ready));
+  router.add("GET", "/metrics", RouteAccess::kMetrics, bind(handle_metrics));
+}
+
+}  // namespace
+
+// The io_context is declared first so it is destroyed last, after everything that holds
+// sockets or timers on it (sessions are kept alive by the jobs in ctx).
+struct Server::Impl {
+  Impl(ServerConfig cfg, Engine& eng, std::unique_ptr<ChatRenderer> renderer,
+       ServerObserver* observer)
+      : config(std::move(cfg)),
+        engine(eng),
+        chat(std::move(renderer)),
+        keys(config.api_keys),
+        limiter(config.rate_limits),
+        ctx{io,         config, engine, engine.tokenizer(), *chat, observer, limiter,
+            unix_now(), false,  {}},
+        router(keys, config.open_health, config.open_metrics),
+        http(
+            io, config.http,
+            [this](std::shared_ptr<HttpExchange> ex) { router.handle(std::move(ex)); },
+            [this](const ExchangeSummary& s) { access_log.write(s); }),
+        signals(io, SIGINT, SIGTERM),
+        drain_timer(io) {
+    add_routes(router, ctx);
+  }
+
+  void begin_drain();
+  void poll_drain();
+  void wait_for_signal();
+
+  asio::io_context io;
+  ServerConfig config;
+  Engine& engine;
+  std::unique_ptr<ChatRenderer> chat;
+  ApiKeys keys;
+  RateLimiter limiter;
+  AccessLog access_log;
+  ServerContext ctx;
+  Router router;
+  HttpServer http;
+  asio::signal_set signals;
+  asio::steady_timer drain_timer;
+  Clock::time_point drain_deadline;
+  bool aborted = false;
+};
+
+void Server::Impl::wait_for_signal() {
+  signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    if (ctx.draining) {
+      spdlog::warn("serve: signal {} again: not waiting for running requests", signal);
+      drain_deadline = Clock::now();
+    } else {
+      spdlog::warn("serve: signal {}: draining (up to {} s)", signal, config.drain_timeout);
+      begin_drain();
+    }
+    wait_for_signal();
+  });
+}
+
+void Server::Impl::begin_drain() {
+  if (ctx.draining) return;
+  ctx.draining = true;
+  http.stop_accepting();
+  http.set_draining();
+  http.close_idle_connections();
+  drain_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(config.drain_timeout));
+  poll_drain();
+}
+
+// Every 20 ms: done when no exchange is open; past the deadline, abort the running jobs
+// once (their aborted ends still reach the clients), and give up 2 s later.
+void Server::Impl::poll_drain() {
+  const auto now = Clock::now();
+  if (http.busy_exchange_count() == 0 || now > drain_deadline + std::chrono::seconds(2)) {
+    http.close_all_connections();
+    signals.cancel();
+    io.stop();
+    return;
+  }
+  if (now >= drain_deadline && !aborted) {
+    aborted = true;
+    spdlog::warn("serve: drain timeout: aborting {} running requests", ctx.jobs.size());
+    std::vector<std::shared_ptr<GenerationJob>> jobs;
+    for (auto& [ptr, job] : ctx.jobs) jobs.push_back(job);
+    for (auto& job : jobs) job->abort();
+  }
+  drain_timer.expires_after(std::chrono::milliseconds(20));
+  drain_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) poll_drain();
+  });
+}
+
+Server::Server(ServerConfig config, Engine& engine, std::unique_ptr<ChatRenderer> chat,
+               ServerObserver* observer)
+    : impl_(std::make_unique<Impl>(std::move(config), engine, std::move(chat), observer)) {}
+
+Server::~Server() = default;
+
+Result<uint16_t> Server::listen() {
+  auto log = AccessLog::open(impl_->config.access_log);
+  if (!log.ok()) return log.status();
+  impl_->access_log = std::move(*log);
+  return impl_->http.listen(impl_->config.host, impl_->config.port);
+}
+
+void Server::run() {
+  impl_->wait_for_signal();
+  impl_->io.run();
+  // The I/O loop is over: stop the engine before anything its callbacks reference goes.
+  impl_->engine.shutdown(0);
+  impl_->ctx.jobs.clear();
+}
+
+void Server::stop() {
+  asio::post(impl_->io, [impl = impl_.get()] { impl->begin_drain(); });
+}
+
+}  // namespace tally::server

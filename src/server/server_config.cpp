@@ -1,0 +1,171 @@
+#include "server/server_config.h"
+
+#include <filesystem>
+
+#include "plan/memory_size.h"
+#include "plan/plan.h"
+#include "server/auth.h"
+
+namespace tally::server {
+
+void serve_add_flags(CLI::App& app, ServeOptions& o) {
+  ServerConfig& s = o.server;
+  EngineConfig& e = o.engine;
+  // Network and model.
+  app.add_option("--host", s.host, "Address to listen on (0.0.0.0: every interface)")
+      ->capture_default_str();
+  app.add_option("--port", s.port, "TCP port; 0 picks a free one (printed at start)")
+      ->capture_default_str();
+  app.add_option("-m,--model", s.model_path, "GGUF model file")->capture_default_str();
+  app.add_option("--served-model-name", s.served_model_names,
+                 "Name(s) clients use in \"model\" (repeatable; default: the file's stem)");
+  // Security and limits.
+  app.add_option("--api-key", s.api_keys, "Require 'Authorization: Bearer KEY' (repeatable)");
+  app.add_option("--api-keys-file", s.api_keys_file,
+                 "File of API keys, one per line ('#' comments)");
+  app.add_flag("--open-health", s.open_health, "/health and /ready answer without an API key");
+  app.add_flag("--open-metrics", s.open_metrics, "/metrics answers without an API key");
+  app.add_option("--rate-limit-rpm", s.rate_limits.requests_per_minute,
+                 "Requests per minute per API key (per client address without keys); 0 = off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--rate-limit-tpm", s.rate_limits.tokens_per_minute,
+                 "Prompt + completion tokens per minute per API key; 0 = off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-body-bytes", o.max_body_bytes, "Largest request body (413 beyond)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-tokens-limit", s.max_tokens_limit,
+                 "Largest max_tokens a request may ask for; 0 = the context length")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-n", s.max_n, "Largest n (completions per prompt) a request may ask for")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-queue", e.max_waiting,
+                 "Requests waiting for the engine at most; beyond, 503 (load is shed)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--drain-timeout", s.drain_timeout,
+                 "Seconds SIGTERM/SIGINT waits for running requests before aborting them")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--header-timeout", s.http.header_timeout,
+                 "Seconds a client may take to send a request's header (408 beyond)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--read-timeout", s.http.read_timeout,
+                 "Seconds a client may take to send a request's body (408 beyond)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--idle-timeout", s.http.idle_timeout,
+                 "Seconds a keep-alive connection may stay idle between requests")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option(
+         "--write-timeout", s.http.write_timeout,
+         "Seconds a write may stall (a client that stops reading) before the connection closes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--access-log", s.access_log,
+                 "Access log (JSON lines): '-' stdout, 'off', or a file")
+      ->capture_default_str();
+  app.add_option("--metrics-prefix", s.metrics_prefix,
+                 "Metric name prefix: tally (tally:...) or vllm (vllm:..., for vLLM dashboards)")
+      ->capture_default_str();
+  // Engine.
+  app.add_option("-t,--threads", e.threads, "Compute threads; 0 = one per core")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-batched-tokens", e.max_batched_tokens, "Token budget of one engine step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-seqs", e.max_seqs, "Sequences running at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-model-len", e.max_model_len, "Context per sequence; 0 = the model's")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--block-size", e.block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kv-type", o.kv_type, "KV cache type: f32, f16, bf16")->capture_default_str();
+  app.add_option("--kv-cache-memory", o.kv_cache_memory,
+                 "Bytes for the KV pool, e.g. 2GiB; 0 = the memory budget minus the rest")
+      ->capture_default_str();
+  app.add_option(
+         "--memory-budget", o.memory_budget,
+         "Bytes for everything (weights, activations, KV), e.g. 8GiB; 0 = the engine's default")
+      ->capture_default_str();
+  app.add_option("--scheduler", o.scheduler,
+                 "continuous (iteration-level batching) or static (the classic baseline)")
+      ->capture_default_str();
+}
+
+std::string model_name_from_path(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+namespace {
+
+Status parse_size(const std::string& text, const char* flag, int64_t& out) {
+  if (text == "0") {
+    out = 0;
+    return {};
+  }
+  auto bytes = plan::parse_memory_size(text);
+  if (!bytes.ok()) return bytes.status().with_context(flag);
+  out = *bytes;
+  return {};
+}
+
+Status check_names(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (name.empty()) {
+      return make_error(ErrorCode::kInvalidArgument, "--served-model-name must not be empty");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status serve_finalize(ServeOptions& o) {
+  ServerConfig& s = o.server;
+  EngineConfig& e = o.engine;
+  if (s.model_path.empty())
+    return make_error(ErrorCode::kInvalidArgument, "-m/--model is required");
+  if (!std::filesystem::exists(s.model_path)) {
+    return make_error(ErrorCode::kNotFound, "--model {}: no such file", s.model_path);
+  }
+  e.model_path = s.model_path;
+  TALLY_RETURN_IF_ERROR(check_names(s.served_model_names));
+  if (s.served_model_names.empty())
+    s.served_model_names.push_back(model_name_from_path(s.model_path));
+  for (const auto& key : s.api_keys) {
+    if (key.empty()) return make_error(ErrorCode::kInvalidArgument, "--api-key must not be empty");
+  }
+  if (!s.api_keys_file.empty()) {
+    TALLY_ASSIGN_OR_RETURN(auto keys, ApiKeys::read_file(s.api_keys_file));
+    s.api_keys.insert(s.api_keys.end(), keys.begin(), keys.end());
+  }
+  if (s.metrics_prefix != "tally" && s.metrics_prefix != "vllm") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--metrics-prefix must be tally or vllm, got '{}'", s.metrics_prefix);
+  }
+  s.http.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
+  auto kv = plan::kv_type_from_name(o.kv_type);
+  if (!kv.ok()) return kv.status().with_context("--kv-type");
+  e.kv_type = *kv;
+  TALLY_RETURN_IF_ERROR(parse_size(o.kv_cache_memory, "--kv-cache-memory", e.kv_cache_memory));
+  TALLY_RETURN_IF_ERROR(parse_size(o.memory_budget, "--memory-budget", e.memory_budget));
+  if (o.scheduler != "continuous" && o.scheduler != "static") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--scheduler must be continuous or static, got '{}'", o.scheduler);
+  }
+  e.static_batching = o.scheduler == "static";
+  return {};
+}
+
+}  // namespace tally::server

@@ -1,0 +1,57 @@
+// Every setting of `tally serve`, each flag declared once (name, default, help) in
+// serve_add_flags(): `tally serve --help` and docs/server.md list them from there.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine.h"
+#include "server/http_server.h"
+#include "server/rate_limiter.h"
+
+namespace tally::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  std::string model_path;
+  std::vector<std::string> served_model_names;  // empty: the model file's stem
+  std::vector<std::string> api_keys;            // --api-key (repeatable) + --api-keys-file
+  std::string api_keys_file;
+  bool open_health = false;   // /health and /ready answer without a key
+  bool open_metrics = false;  // /metrics answers without a key
+  RateLimits rate_limits;
+  HttpServerLimits http;
+  int32_t max_tokens_limit = 0;  // largest max_tokens a request may ask; 0 = the context
+  int32_t max_n = 16;            // largest n (samples per prompt)
+  int32_t max_prompts = 64;      // largest list of prompts in one completions request
+  double drain_timeout = 30;     // seconds SIGTERM waits for running requests
+  std::string access_log = "-";  // "-" stdout, "off", or a file
+  std::string metrics_prefix = "tally";
+};
+
+// The flags as typed, converted by serve_finalize().
+struct ServeOptions {
+  ServerConfig server;
+  EngineConfig engine;
+  std::string kv_type = "f32";
+  std::string kv_cache_memory = "0";
+  std::string memory_budget = "0";
+  std::string scheduler = "continuous";
+  int64_t max_body_bytes = 4 << 20;
+};
+
+void serve_add_flags(CLI::App& app, ServeOptions& options);
+
+// Checks values that CLI11 cannot (sizes, names, files, combinations) and fills in what
+// depends on others (model path into the engine, default served name, keys from the file).
+// InvalidArgument / NotFound naming the flag.
+Status serve_finalize(ServeOptions& options);
+
+// "models/stories260K.gguf" -> "stories260K".
+std::string model_name_from_path(const std::string& path);
+
+}  // namespace tally::server

@@ -1,0 +1,58 @@
+// What the handlers share: the configuration, the engine and its tokenizer, the chat
+// renderer, the rate limiter, and the generation jobs in flight. Lives in Server; used only
+// on the I/O thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "engine/engine.h"
+#include "server/chat_prompt.h"
+#include "server/http_types.h"
+#include "server/rate_limiter.h"
+#include "server/server_config.h"
+#include "server/server_observer.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace tally {
+class Tokenizer;
+}
+
+namespace tally::server {
+
+class GenerationJob;
+struct ApiError;
+
+struct ServerContext {
+  boost::asio::io_context& io;
+  const ServerConfig& config;
+  Engine& engine;
+  const Tokenizer& tokenizer;
+  const ChatRenderer& chat;
+  ServerObserver* observer = nullptr;  // may be null
+  RateLimiter& rate_limiter;
+  int64_t started_unix = 0;
+  bool draining = false;
+  // Jobs in flight. The map owns them (engine callbacks hold weak pointers), so a job never
+  // outlives the server, and a drain that runs out of time can abort them.
+  std::unordered_map<GenerationJob*, std::shared_ptr<GenerationJob>> jobs;
+
+  // The served name a request's "model" stands for ("" = the first one); nullopt if none.
+  std::optional<std::string> resolve_model(const std::string& requested) const;
+  // Who a rate limit applies to: the API key's id, else the client's address.
+  static std::string rate_client(HttpExchange& exchange);
+};
+
+// Answers an exchange with an API error (and notes the message for the access log).
+void reply_error(HttpExchange& exchange, const ApiError& error);
+// Answers with a JSON body.
+void reply_json(HttpExchange& exchange, int status, std::string body);
+// Logs the request fields that were present and ignored.
+void log_ignored_fields(HttpExchange& exchange, const std::vector<std::string>& ignored);
+
+}  // namespace tally::server
