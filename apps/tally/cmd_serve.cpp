@@ -1,0 +1,71 @@
+// tally serve: the OpenAI-compatible HTTP server (src/server) over the engine. Flags are
+// declared in src/server/server_config.cpp; docs/server.md describes them and the API.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "engine/engine.h"
+#include "io/gguf.h"
+#include "metrics/server_metrics.h"
+#include "model/arch.h"
+#include "model/model_config.h"
+#include "server/chat_prompt.h"
+#include "server/prometheus_observer.h"
+#include "server/server.h"
+#include "server/server_config.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tally::cli {
+
+namespace {
+
+// The model's own chat template when it has one, else ChatML.
+std::unique_ptr<server::ChatRenderer> chat_renderer_for(const std::string& model_path,
+                                                        const Tokenizer& tokenizer) {
+  auto gguf = io::GgufFile::open(model_path);
+  if (!gguf.ok()) return server::chatml_renderer(ChatTemplateContext::from_tokenizer(tokenizer));
+  return server::model_chat_renderer(*gguf, tokenizer);
+}
+
+metrics::ServerMetricsOptions metrics_options(const server::ServeOptions& o, Engine& engine) {
+  metrics::ServerMetricsOptions m;
+  m.prefix = o.server.metrics_prefix + ":";
+  m.model_name = o.server.served_model_names.front();
+  m.max_model_len = engine.max_model_len();
+  m.version = TALLY_VERSION;
+  const ModelConfig& config = engine.model_config();
+  if (config.arch) m.model_info.emplace_back("architecture", std::string(config.arch->name));
+  return m;
+}
+
+int run_serve(server::ServeOptions& o) {
+  if (Status st = server::serve_finalize(o); !st.ok()) return report_error(st);
+  auto engine = Engine::create(o.engine);
+  if (!engine.ok()) return report_error(engine.status());
+  server::PrometheusObserver observer(metrics_options(o, **engine), **engine);
+  auto chat = chat_renderer_for(o.server.model_path, (*engine)->tokenizer());
+  spdlog::info("serve: chat template: {}", chat->describe());
+  server::Server srv(o.server, **engine, std::move(chat), &observer);
+  auto port = srv.listen();
+  if (!port.ok()) return report_error(port.status());
+  // On stderr whatever the log level: scripts (and the tests) read the port from it.
+  fmt::print(stderr, "tally serve: listening on http://{}:{} (model '{}', context {} tokens)\n",
+             o.server.host, *port, o.server.served_model_names.front(), (*engine)->max_model_len());
+  std::fflush(stderr);
+  srv.run();
+  fmt::print(stderr, "tally serve: stopped\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner add_serve_command(CLI::App& app) {
+  auto options = std::make_shared<server::ServeOptions>();
+  options->server.model_path = default_model_path();
+  server::serve_add_flags(app, *options);
+  return [options] { return run_serve(*options); };
+}
+
+}  // namespace tally::cli
