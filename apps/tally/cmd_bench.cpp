@@ -27,8 +27,8 @@ struct BenchArgs {
 
 Status resolve(BenchArgs& a) {
   if (a.scheduler != "continuous" && a.scheduler != "static") {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "--scheduler is '{}' (continuous or static)", a.scheduler);
+    return make_error(ErrorCode::kInvalidArgument, "--scheduler is '{}' (continuous or static)",
+                      a.scheduler);
   }
   a.engine.static_batching = a.scheduler == "static";
   TALLY_ASSIGN_OR_RETURN(a.engine.kv_type, plan::kv_type_from_name(a.kv_type));
@@ -73,8 +73,8 @@ int run_bench(BenchArgs args) {
                              ? cont->output_tokens_per_second / base->output_tokens_per_second
                              : 0.0;
   fmt::print("speedup: {:.2f}x\n", speedup);
-  fmt::print("kv utilization: {:.0f}% paged vs {:.0f}% contiguous\n",
-             cont->kv_utilization * 100, base->kv_utilization * 100);
+  fmt::print("kv utilization: {:.0f}% paged vs {:.0f}% contiguous\n", cont->kv_utilization * 100,
+             base->kv_utilization * 100);
   return kExitOk;
 }
 
@@ -82,19 +82,37 @@ void add_throughput_flags(CLI::App& app, BenchArgs& a) {
   EngineConfig& e = a.engine;
   ThroughputWorkload& w = a.workload;
   app.add_option("-m,--model", e.model_path, "GGUF model file")->capture_default_str();
-  app.add_option("--requests", w.n_requests, "Requests, all submitted at once")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--input-len", a.input_len, "Prompt tokens: N or LO..HI (uniform)")->capture_default_str();
-  app.add_option("--output-len", a.output_len, "Output tokens: N or LO..HI (uniform; EOS ignored)")->capture_default_str();
-  app.add_option("--seed", w.seed, "Seed of the workload (lengths and prompt tokens)")->capture_default_str();
-  app.add_option("--scheduler", a.scheduler, "continuous or static (the classic baseline)")->capture_default_str();
-  app.add_flag("--compare", a.compare, "Run static then continuous on the same workload; print the speedup");
-  app.add_option("-t,--threads", e.threads, "Compute threads; 0 = one per core")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--max-batched-tokens", e.max_batched_tokens, "Token budget of one step")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--max-seqs", e.max_seqs, "Sequences running at once")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--max-model-len", e.max_model_len, "Context per sequence; 0 = the model's")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--block-size", e.block_size, "Tokens per KV block")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--requests", w.n_requests, "Requests, all submitted at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--input-len", a.input_len, "Prompt tokens: N or LO..HI (uniform)")
+      ->capture_default_str();
+  app.add_option("--output-len", a.output_len, "Output tokens: N or LO..HI (uniform; EOS ignored)")
+      ->capture_default_str();
+  app.add_option("--seed", w.seed, "Seed of the workload (lengths and prompt tokens)")
+      ->capture_default_str();
+  app.add_option("--scheduler", a.scheduler, "continuous or static (the classic baseline)")
+      ->capture_default_str();
+  app.add_flag("--compare", a.compare,
+               "Run static then continuous on the same workload; print the speedup");
+  app.add_option("-t,--threads", e.threads, "Compute threads; 0 = one per core")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-batched-tokens", e.max_batched_tokens, "Token budget of one step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-seqs", e.max_seqs, "Sequences running at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-model-len", e.max_model_len, "Context per sequence; 0 = the model's")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--block-size", e.block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--kv-type", a.kv_type, "KV cache type: f32, f16, bf16")->capture_default_str();
-  app.add_option("--kv-cache-memory", a.kv_cache_memory, "Bytes of the KV pool, e.g. 512MiB (default: see --memory-budget)");
+  app.add_option("--kv-cache-memory", a.kv_cache_memory,
+                 "Bytes of the KV pool, e.g. 512MiB (default: see --memory-budget)");
   app.add_option("--memory-budget", a.memory_budget,
                  "Bytes for everything; the KV pool gets what weights, buffers and overhead leave "
                  "(default: room for max-seqs contexts, at most 4 GiB of KV)");

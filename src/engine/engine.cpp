@@ -38,14 +38,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(config.model_path));
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::from_gguf(model->gguf()));
   TALLY_ASSIGN_OR_RETURN(plan::PlanModel plan_model, plan::plan_model_from_gguf(model->gguf()));
-  TALLY_ASSIGN_OR_RETURN(EngineSizing sizing,
-                         engine_sizing(config, model->config(), plan_model));
-  TALLY_ASSIGN_OR_RETURN(Scheduler scheduler,
-                         Scheduler::create(scheduler_config(config, sizing)));
+  TALLY_ASSIGN_OR_RETURN(EngineSizing sizing, engine_sizing(config, model->config(), plan_model));
+  TALLY_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(scheduler_config(config, sizing)));
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BatchRunner> runner,
                          BatchRunner::create(*model, runner_config(config, sizing)));
-  auto engine = std::make_unique<EngineImpl>(config, std::move(model), std::move(tokenizer),
-                                             sizing, std::move(scheduler), std::move(runner));
+  auto engine = std::make_unique<EngineImpl>(config, std::move(model), std::move(tokenizer), sizing,
+                                             std::move(scheduler), std::move(runner));
   engine->start();
   return std::unique_ptr<Engine>(std::move(engine));
 }
@@ -77,7 +75,9 @@ EngineImpl::EngineImpl(const EngineConfig& config, std::unique_ptr<Model> model,
 
 EngineImpl::~EngineImpl() { shutdown(0); }
 
-void EngineImpl::start() { thread_ = std::thread([this] { loop(); }); }
+void EngineImpl::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void EngineImpl::build_ledger(const EngineSizing& sizing) {
   const BatchRunnerBytes b = runner_->bytes();
@@ -103,8 +103,8 @@ void EngineImpl::log_ledger() const {
   spdlog::info("engine: KV cache {} = {} blocks x {} tokens x {} B/token ({}), {} tokens",
                format_bytes(l.kv_bytes), l.kv_blocks, l.block_size, l.kv_bytes_per_token,
                dtype_name(config_.kv_type), l.token_capacity);
-  spdlog::info("engine: other {}; total {}; context {}, {} scheduling",
-               format_bytes(l.other_bytes), format_bytes(l.total()), sched_config_.max_model_len,
+  spdlog::info("engine: other {}; total {}; context {}, {} scheduling", format_bytes(l.other_bytes),
+               format_bytes(l.total()), sched_config_.max_model_len,
                config_.static_batching ? "static" : "continuous");
 }
 
@@ -124,12 +124,10 @@ Status EngineImpl::check_request(const EngineRequest& r) const {
                       r.prompt.size(), sched_config_.max_model_len);
   }
   if (r.max_tokens < 1) {
-    return make_error(ErrorCode::kInvalidArgument, "max_tokens is {} (must be >= 1)",
-                      r.max_tokens);
+    return make_error(ErrorCode::kInvalidArgument, "max_tokens is {} (must be >= 1)", r.max_tokens);
   }
   if (r.min_tokens < 0) {
-    return make_error(ErrorCode::kInvalidArgument, "min_tokens is {} (must be >= 0)",
-                      r.min_tokens);
+    return make_error(ErrorCode::kInvalidArgument, "min_tokens is {} (must be >= 0)", r.min_tokens);
   }
   if (r.n < 1 || r.n > config_.max_seqs) {
     return make_error(ErrorCode::kInvalidArgument, "n is {} (must be in [1, {}])", r.n,
@@ -148,7 +146,15 @@ Result<RequestId> EngineImpl::submit(EngineRequest request, EngineEventCallback 
   s.spec.n = request.n;
   s.spec.priority = request.priority;
   if (!request.ignore_eos) s.spec.stop_token_ids = stop_tokens_;
-  TALLY_RETURN_IF_ERROR(Scheduler::check_request(sched_config_, s.spec));
+  if (Status st = Scheduler::check_request(sched_config_, s.spec); !st.ok()) {
+    // The id is not assigned yet: drop the scheduler's "request 0: " prefix.
+    std::string msg = st.message();
+    if (const size_t colon = msg.find(": ");
+        msg.rfind("request ", 0) == 0 && colon != std::string::npos) {
+      msg.erase(0, colon + 2);
+    }
+    return Status(st.code(), std::move(msg));
+  }
   s.seed = resolve_seed(request.sampling.seed);
   s.request = std::move(request);
   s.on_event = std::move(on_event);

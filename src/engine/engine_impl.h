@@ -27,8 +27,8 @@ namespace tally {
 class EngineImpl final : public Engine {
  public:
   EngineImpl(const EngineConfig& config, std::unique_ptr<Model> model,
-             std::unique_ptr<Tokenizer> tokenizer, const EngineSizing& sizing,
-             Scheduler scheduler, std::unique_ptr<BatchRunner> runner);
+             std::unique_ptr<Tokenizer> tokenizer, const EngineSizing& sizing, Scheduler scheduler,
+             std::unique_ptr<BatchRunner> runner);
   ~EngineImpl() override;
 
   Result<RequestId> submit(EngineRequest request, EngineEventCallback on_event) override;
@@ -109,7 +109,7 @@ class EngineImpl final : public Engine {
   std::condition_variable idle_cv_;  // shutdown() waits on it for running requests to end
   std::vector<Submitted> inbox_;
   std::vector<RequestId> cancels_;
-  int64_t queued_ = 0;     // inbox + the scheduler's waiting queue, as last published
+  int64_t queued_ = 0;  // inbox + the scheduler's waiting queue, as last published
   RequestId next_id_ = 1;
   bool accepting_ = true;
   bool abort_all_ = false;

@@ -39,9 +39,8 @@ bool EngineImpl::wait_for_work() {
 
 void EngineImpl::take_submitted(std::vector<Submitted>& batch) {
   for (Submitted& s : batch) {
-    auto state = std::make_unique<RequestState>(
-        RequestState::make(s.id, s.request, s.seed, std::move(s.on_event), *tokenizer_,
-                           n_vocab_, s.arrival));
+    auto state = std::make_unique<RequestState>(RequestState::make(
+        s.id, s.request, s.seed, std::move(s.on_event), *tokenizer_, n_vocab_, s.arrival));
     RequestState& r = *state;
     requests_.emplace(s.id, std::move(state));
     if (Status st = sched_.add_request(std::move(s.spec)); !st.ok()) {

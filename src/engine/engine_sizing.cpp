@@ -12,8 +12,7 @@ namespace {
 Status check_config(const EngineConfig& c) {
   auto at_least = [](int64_t v, int64_t lo, const char* name) -> Status {
     if (v >= lo) return Status::ok_status();
-    return make_error(ErrorCode::kInvalidArgument, "engine: {} is {} (must be >= {})", name, v,
-                      lo);
+    return make_error(ErrorCode::kInvalidArgument, "engine: {} is {} (must be >= {})", name, v, lo);
   };
   TALLY_RETURN_IF_ERROR(at_least(c.threads, 0, "threads"));
   TALLY_RETURN_IF_ERROR(at_least(c.max_batched_tokens, 1, "max_batched_tokens"));
@@ -54,8 +53,8 @@ Result<EngineSizing> engine_sizing(const EngineConfig& config, const ModelConfig
                       len, model.context_length);
   }
   s.max_model_len = static_cast<int32_t>(len);
-  TALLY_ASSIGN_OR_RETURN(s.plan,
-                         plan::compute_plan(plan_model, engine_plan_options(config, s.max_model_len)));
+  TALLY_ASSIGN_OR_RETURN(
+      s.plan, plan::compute_plan(plan_model, engine_plan_options(config, s.max_model_len)));
   const plan::Plan& p = s.plan;
   int64_t n_blocks = 0;
   if (config.kv_cache_memory > 0) {
@@ -72,12 +71,12 @@ Result<EngineSizing> engine_sizing(const EngineConfig& config, const ModelConfig
     n_blocks = std::min(p.kv_bytes_requested, kDefaultKvCacheBytes) / p.kv_block_bytes;
   }
   if (n_blocks < 1) {
-    return make_error(ErrorCode::kOutOfMemory,
-                      "engine: no room for one KV block of {} ({} tokens of {} bytes)",
-                      plan::format_bytes(p.kv_block_bytes), config.block_size,
-                      p.kv_bytes_per_token);
+    return make_error(
+        ErrorCode::kOutOfMemory, "engine: no room for one KV block of {} ({} tokens of {} bytes)",
+        plan::format_bytes(p.kv_block_bytes), config.block_size, p.kv_bytes_per_token);
   }
-  s.n_blocks = static_cast<int32_t>(std::min<int64_t>(n_blocks, std::numeric_limits<int32_t>::max()));
+  s.n_blocks =
+      static_cast<int32_t>(std::min<int64_t>(n_blocks, std::numeric_limits<int32_t>::max()));
   return s;
 }
 

@@ -75,8 +75,8 @@ void EngineImpl::translate_events() {
     try {
       if (e.token != kNoToken) on_token(r, e, now);
       if (e.finish != FinishReason::kNone && !s.done) {
-        finish_sample(r, e.seq_index, e.finish,
-                      e.finish == FinishReason::kStop ? e.token : -1, {}, now);
+        finish_sample(r, e.seq_index, e.finish, e.finish == FinishReason::kStop ? e.token : -1, {},
+                      now);
       }
     } catch (const std::exception& ex) {
       fail_request(r, make_error(ErrorCode::kInternal, "request {}: {}", r.id, ex.what()));
@@ -180,8 +180,8 @@ void EngineImpl::deliver() {
       r.on_event(o.event);
     } catch (const std::exception& e) {
       if (o.event.kind == EngineEventKind::kError || o.event.request_done) continue;
-      fail_request(r, make_error(ErrorCode::kInternal, "request {}: event callback threw: {}",
-                                 r.id, e.what()));
+      fail_request(r, make_error(ErrorCode::kInternal, "request {}: event callback threw: {}", r.id,
+                                 e.what()));
     } catch (...) {
       if (o.event.kind == EngineEventKind::kError || o.event.request_done) continue;
       fail_request(r, make_error(ErrorCode::kInternal, "request {}: event callback threw", r.id));

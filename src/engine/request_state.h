@@ -36,12 +36,12 @@ struct RequestState {
   int32_t prompt_tokens = 0;
   int32_t min_tokens = 0;
   bool logprobs = false;
-  bool want_text = true;   // detokenize, or stop strings to match
-  bool send_text = true;   // detokenize: text goes into the events
+  bool want_text = true;  // detokenize, or stop strings to match
+  bool send_text = true;  // detokenize: text goes into the events
   std::vector<std::string> stop_strings;
   std::vector<SampleState> samples;  // [n]
-  int32_t n_live = 0;      // samples without a kFinished yet
-  bool failed = false;     // ended with kError: nothing more goes out
+  int32_t n_live = 0;                // samples without a kFinished yet
+  bool failed = false;               // ended with kError: nothing more goes out
   EngineClock::time_point arrival;
   EngineClock::time_point first_scheduled;
   EngineClock::time_point first_token;

@@ -1,11 +1,11 @@
 #include "engine/throughput_bench.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "sampling/rng.h"
 #include "tokenizer/tokenizer.h"
@@ -110,16 +110,15 @@ Result<ThroughputReport> run_throughput(const EngineConfig& config, const Throug
     r.ignore_eos = true;
     r.detokenize = false;
     rep.input_tokens += static_cast<int64_t>(b.prompt.size());
-    TALLY_ASSIGN_OR_RETURN(RequestId id,
-                           engine->submit(std::move(r), [&c](const EngineEvent& e) { c.on_event(e); }));
+    TALLY_ASSIGN_OR_RETURN(
+        RequestId id, engine->submit(std::move(r), [&c](const EngineEvent& e) { c.on_event(e); }));
     (void)id;
   }
   {
     std::unique_lock<std::mutex> lock(c.mu);
     c.cv.wait(lock, [&] { return c.n_done == w.n_requests; });
   }
-  rep.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rep.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const EngineMetrics m = engine->metrics();
   engine->shutdown(0);
   TALLY_RETURN_IF_ERROR(c.error);
@@ -145,11 +144,12 @@ std::string format_throughput_report(const ThroughputReport& r) {
                    r.n_requests, r.input_tokens, r.output_tokens, r.wall_seconds);
   s += fmt::format("throughput: {:.2f} requests/s  {:.1f} output tok/s  {:.1f} total tok/s\n",
                    r.requests_per_second, r.output_tokens_per_second, r.total_tokens_per_second);
-  s += fmt::format("latency: mean TTFT {:.1f} ms  mean TPOT {:.2f} ms\n",
-                   r.mean_ttft_seconds * 1e3, r.mean_tpot_seconds * 1e3);
-  s += fmt::format("kv utilization: {:.1f}% (tokens stored / tokens reserved)  preemptions: {}  "
-                   "steps: {}\n",
-                   r.kv_utilization * 100, r.preemptions, r.steps);
+  s += fmt::format("latency: mean TTFT {:.1f} ms  mean TPOT {:.2f} ms\n", r.mean_ttft_seconds * 1e3,
+                   r.mean_tpot_seconds * 1e3);
+  s += fmt::format(
+      "kv utilization: {:.1f}% (tokens stored / tokens reserved)  preemptions: {}  "
+      "steps: {}\n",
+      r.kv_utilization * 100, r.preemptions, r.steps);
   return s;
 }
 

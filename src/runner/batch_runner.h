@@ -42,10 +42,10 @@ struct BatchRunnerConfig {
 
 // Bytes create() allocates for each kind, without allocating (the ledger).
 struct BatchRunnerBytes {
-  int64_t kv = 0;           // the KV pool
-  int64_t scratch = 0;      // ForwardScratch
-  int64_t logits = 0;       // [max_rows][n_vocab] f32
-  int64_t batch_arrays = 0; // token ids, positions, sequence indices, rows, logit rows
+  int64_t kv = 0;            // the KV pool
+  int64_t scratch = 0;       // ForwardScratch
+  int64_t logits = 0;        // [max_rows][n_vocab] f32
+  int64_t batch_arrays = 0;  // token ids, positions, sequence indices, rows, logit rows
   int64_t activations() const { return scratch + logits + batch_arrays; }
 };
 
@@ -99,15 +99,15 @@ class BatchRunner {
   ForwardScratch scratch_;
   std::unordered_map<int64_t, SeqState> seqs_;
   // Batch arrays, capacity fixed at creation.
-  std::vector<int32_t> tokens_;        // [max_tokens]
-  std::vector<int32_t> positions_;     // [max_tokens]
-  std::vector<int32_t> seq_index_;     // [max_tokens]
-  std::vector<BatchSequence> rows_;    // [max_rows]
-  std::vector<int32_t> logit_rows_;    // [max_rows] token index per logits row
-  std::vector<int32_t> row_logits_;    // [max_rows] logits row of each batch row, -1 if none
-  std::vector<int32_t> row_last_;      // [max_rows] token index of each batch row's last
-  std::vector<int32_t> slot_logits_;   // [samples] logits row of each sample slot
-  std::vector<float> logits_;          // [max_rows][n_vocab]
+  std::vector<int32_t> tokens_;       // [max_tokens]
+  std::vector<int32_t> positions_;    // [max_tokens]
+  std::vector<int32_t> seq_index_;    // [max_tokens]
+  std::vector<BatchSequence> rows_;   // [max_rows]
+  std::vector<int32_t> logit_rows_;   // [max_rows] token index per logits row
+  std::vector<int32_t> row_logits_;   // [max_rows] logits row of each batch row, -1 if none
+  std::vector<int32_t> row_last_;     // [max_rows] token index of each batch row's last
+  std::vector<int32_t> slot_logits_;  // [samples] logits row of each sample slot
+  std::vector<float> logits_;         // [max_rows][n_vocab]
   Batch batch_;
 };
 

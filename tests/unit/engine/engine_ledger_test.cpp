@@ -1,8 +1,7 @@
 // The memory ledger: the engine's block count is what `tally plan` computes for the same
 // settings, and the ledger matches what Engine::create really allocates (within 2%).
-#include <malloc.h>
-
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 // ASan replaces malloc (mallinfo2 then sees nothing); its allocator counts for itself. GCC
@@ -85,7 +84,8 @@ TEST(EngineLedgerAlloc, LedgerMatchesWhatCreateAllocates) {
   const int64_t allocated = heap_in_use() - before;
   const tally::MemoryLedger& l = engine->ledger();
   // Mapped weights live in the file mapping, not on the heap.
-  const int64_t heap_ledger = l.weight_bytes_owned + l.activation_bytes + l.kv_bytes + l.other_bytes;
+  const int64_t heap_ledger =
+      l.weight_bytes_owned + l.activation_bytes + l.kv_bytes + l.other_bytes;
   EXPECT_NEAR(static_cast<double>(allocated), static_cast<double>(heap_ledger),
               0.02 * static_cast<double>(heap_ledger))
       << "allocated " << allocated << " B, the ledger says " << heap_ledger << " B";

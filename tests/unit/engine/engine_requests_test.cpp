@@ -1,10 +1,10 @@
 // One feature of the engine per test: cancel, n > 1, back-pressure, refused requests, a
 // failing request, stop strings, min_tokens, shutdown, logprobs.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <future>
 #include <stdexcept>
-
-#include <gtest/gtest.h>
 
 #include "engine/engine.h"
 #include "engine_test_util.h"
@@ -48,7 +48,7 @@ TEST(EngineRequests, CancelMidStreamFreesTheBlocks) {
   const tally::EngineMetrics m = engine->metrics();
   EXPECT_EQ(m.kv_blocks_free, m.kv_blocks_total);
   EXPECT_EQ(m.num_requests_running, 0);
-  engine->cancel(id);  // finished: ignored
+  engine->cancel(id);     // finished: ignored
   engine->cancel(12345);  // unknown: ignored
   EXPECT_TRUE(run_alone(*engine, greedy_request(make_prompt(8, 2), 4)).done);
 }
@@ -201,7 +201,8 @@ TEST(EngineRequests, AFailingRequestDoesNotDisturbTheOthers) {
 TEST(EngineRequests, StopStringEndsTheSampleAndIsNotInTheText) {
   auto engine = make_engine(stories_config());
   ASSERT_TRUE(engine);
-  tally::EngineRequest r = greedy_request(engine->tokenizer().encode("Once upon a time", true, false), 60);
+  tally::EngineRequest r =
+      greedy_request(engine->tokenizer().encode("Once upon a time", true, false), 60);
   r.ignore_eos = true;
   const RequestLog full = run_alone(*engine, r);
   const std::string text = full.text.at(0);
@@ -233,8 +234,8 @@ TEST(EngineRequests, MinTokensKeepsEndOfGenerationAway) {
     r.min_tokens = static_cast<int32_t>(n) + 5;
     const RequestLog held = run_alone(*engine, r);
     ASSERT_GE(held.tokens.at(0).size(), n + 5);
-    EXPECT_TRUE(std::equal(free_run.tokens[0].begin(), free_run.tokens[0].end(),
-                           held.tokens[0].begin()));
+    EXPECT_TRUE(
+        std::equal(free_run.tokens[0].begin(), free_run.tokens[0].end(), held.tokens[0].begin()));
     return;
   }
   FAIL() << "no prompt ended before 200 tokens";

@@ -2,6 +2,8 @@
 // collector that waits for requests to end, and a request's output when it runs alone.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -10,8 +12,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "engine/engine.h"
 #include "support/test_data.h"
@@ -90,8 +90,7 @@ class Collector {
   // Waits until `n` requests are done; false on timeout.
   bool wait(int64_t n, double seconds = 60) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                        [&] { return n_done_ >= n; });
+    return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return n_done_ >= n; });
   }
   // Waits until request `key` has seen `n` kToken events (any sample); false on timeout.
   bool wait_tokens(int64_t key, size_t n, double seconds = 60) {
