@@ -6,6 +6,8 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "model/model.h"
+#include "plan/memory_size.h"
+#include "plan/plan.h"
 #include "runner/generator.h"
 #include "sampling/stop_matcher.h"
 #include "tokenizer/streaming_detokenizer.h"
@@ -23,6 +25,7 @@ struct GenerateArgs {
   int threads = 0;
   int32_t ctx_size = 0;
   int32_t batch_size = 512;
+  std::string kv_type = "f32";
   bool no_echo = false;
   bool parse_special = false;
   bool ignore_eos = false;
@@ -46,6 +49,8 @@ Status check_args(const GenerateArgs& a) {
 
 int run_generate(GenerateArgs args) {
   if (Status st = check_args(args); !st.ok()) return report_error(st);
+  auto kv_type = plan::kv_type_from_name(args.kv_type);
+  if (!kv_type.ok()) return report_error(kv_type.status().with_context("--kv-type"));
   auto model = Model::load(args.model);
   if (!model.ok()) return report_error(model.status());
   const ModelConfig& config = (*model)->config();
@@ -74,7 +79,8 @@ int run_generate(GenerateArgs args) {
 
   ThreadPool pool(args.threads);
   const int64_t max_context = std::min<int64_t>(n_ctx, request.prompt.size() + args.n_predict);
-  Generator generator(**model, pool, static_cast<int32_t>(std::max<int64_t>(max_context, 1)), args.batch_size);
+  Generator generator(**model, pool, static_cast<int32_t>(std::max<int64_t>(max_context, 1)),
+                      args.batch_size, /*block_size=*/16, *kv_type);
 
   StreamingDetokenizer detok(tok);
   for (size_t i = 0; i < request.prompt.size(); ++i) {
@@ -106,9 +112,10 @@ int run_generate(GenerateArgs args) {
   const double decode_tps = s.n_generated > 1 && s.decode_seconds > 0 ? (s.n_generated - 1) / s.decode_seconds : 0.0;
   fmt::print(stderr,
              "prompt tokens: {}  TTFT: {:.2f} ms  prefill: {:.1f} tok/s  decode: {:.1f} tok/s "
-             "({} tokens, {} threads, finish: {})\n",
+             "({} tokens, {} threads, KV {} {}, finish: {})\n",
              s.n_prompt, s.ttft_seconds * 1e3, s.prefill_seconds > 0 ? s.n_prompt / s.prefill_seconds : 0.0,
-             decode_tps, s.n_generated, pool.n_threads(), finish_reason_name(s.finish));
+             decode_tps, s.n_generated, pool.n_threads(), args.kv_type,
+             plan::format_bytes(generator.kv_cache().bytes()), finish_reason_name(s.finish));
   return kExitOk;
 }
 
@@ -134,6 +141,7 @@ Runner add_generate_command(CLI::App& app) {
   app.add_option("-t,--threads", args->threads, "Compute threads; 0 = one per core")->capture_default_str();
   app.add_option("-c,--ctx-size", args->ctx_size, "Context length; 0 = the model's")->capture_default_str();
   app.add_option("-b,--batch-size", args->batch_size, "Prompt tokens per forward pass")->capture_default_str();
+  app.add_option("--kv-type", args->kv_type, "KV cache storage: f32, f16 or bf16")->capture_default_str();
   app.add_option("--stop", args->stop, "Stop when this text is generated (repeatable)");
   app.add_flag("--no-echo", args->no_echo, "Do not print the prompt");
   app.add_flag("--parse-special", args->parse_special, "Recognise special-token texts in the prompt");

@@ -26,7 +26,7 @@ const char* finish_reason_name(GenerateFinish r) {
 }
 
 Generator::Generator(const Model& model, ThreadPool& pool, int32_t max_context, int32_t max_batch,
-                     int32_t block_size)
+                     int32_t block_size, DType kv_type)
     : model_(model),
       pool_(pool),
       max_context_(max_context),
@@ -34,7 +34,7 @@ Generator::Generator(const Model& model, ThreadPool& pool, int32_t max_context, 
       block_size_(block_size) {
   TALLY_CHECK(max_context > 0 && block_size > 0, "bad generator sizes {} {}", max_context, block_size);
   const int32_t n_blocks = (max_context + block_size - 1) / block_size;
-  auto kv = KvCache::create(KvCacheShape::for_model(model.config(), n_blocks, block_size));
+  auto kv = KvCache::create(KvCacheShape::for_model(model.config(), n_blocks, block_size, kv_type));
   TALLY_CHECK(kv.ok(), "KV cache: {}", kv.status().message());
   kv_ = std::make_unique<KvCache>(std::move(kv).value());
   scratch_ = std::make_unique<ForwardScratch>(model.config(), max_batch_);

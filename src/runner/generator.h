@@ -42,15 +42,18 @@ struct GenerateStats {
 class Generator {
  public:
   // max_context: positions this generator can hold (prompt + generated); KV is allocated for
-  // it once. max_batch: tokens per forward (prefill chunk).
+  // it once. max_batch: tokens per forward (prefill chunk). kv_type: the KV cache's storage
+  // (f32, f16 or bf16).
   Generator(const Model& model, ThreadPool& pool, int32_t max_context, int32_t max_batch = 512,
-            int32_t block_size = 16);
+            int32_t block_size = 16, DType kv_type = DType::kF32);
   ~Generator();
 
   // on_token(id) is called for every sampled token; returning false ends generation.
   // A stop token ends generation without being passed to on_token.
   Result<GenerateStats> generate(const GenerateRequest& request,
                                  FunctionRef<bool(int32_t token)> on_token);
+
+  const KvCache& kv_cache() const { return *kv_; }
 
   // Logits of the last forward (for tests): [n_vocab].
   std::span<const float> last_logits() const { return logits_; }

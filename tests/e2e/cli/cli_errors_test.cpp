@@ -45,6 +45,7 @@ TEST(CliErrors, BadValues) {
   expect_usage_error("generate --top-p 1.5 -p hi", "--top-p");
   expect_usage_error("generate --threads -2 -p hi", "--threads");
   expect_usage_error("generate --stop '' -p hi", "stop");
+  expect_usage_error("generate --kv-type q3 -p hi", "--kv-type");
 }
 TEST(CliErrors, PromptLongerThanContext) {
   auto r = run_command(tally("generate -c 8 -p 'Once upon a time there was a little girl named Lily who'"));
@@ -93,6 +94,23 @@ TEST(Cli, NoEchoAndStopString) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Greedy continuation is " were playing in the park. ..." (the reference): stops before "park".
   EXPECT_EQ(r.out, " were playing in the \n");
+}
+
+// A 16-bit KV cache halves its memory (the timing line says which cache ran and its size);
+// on the bundled model the greedy text of a short continuation stays the f32 cache's (the
+// rounding is far below the logit gaps there).
+TEST(Cli, GenerateWithHalfPrecisionKvCache) {
+  const std::string cmd = tally("generate -p 'Lily and Tom' --temp 0 -n 12 --no-echo -c 64");
+  auto f32 = run_command(cmd);
+  ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  EXPECT_NE(f32.err.find("KV f32 40.00 KiB"), std::string::npos) << f32.err;
+  for (const char* type : {"f16", "bf16"}) {
+    auto half = run_command(cmd + " --kv-type " + type);
+    ASSERT_EQ(half.exit_code, 0) << type << half.err;
+    EXPECT_EQ(half.out, f32.out) << type;
+    EXPECT_NE(half.err.find(std::string("KV ") + type + " 20.00 KiB"), std::string::npos)
+        << half.err;
+  }
 }
 
 }  // namespace
