@@ -144,6 +144,14 @@ void HttpSession::arm_read_deadline(double seconds, State expected) {
 void HttpSession::read_next() {
   if (closed_) return;
   state_ = State::kIdle;
+  // An idle connection keeps only small buffers, whatever its last request needed: thousands
+  // of idle keep-alive connections must not each hold a megabyte.
+  constexpr size_t kIdleBufferBytes = 16 << 10;
+  if (buffer_.size() == 0 && buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
+  if (out_inflight_.capacity() > kIdleBufferBytes) std::string().swap(out_inflight_);
+  if (out_pending_.empty() && out_pending_.capacity() > kIdleBufferBytes) {
+    std::string().swap(out_pending_);
+  }
   parser_.emplace();
   parser_->body_limit(server_->limits.max_body_bytes);
   parser_->header_limit(static_cast<uint32_t>(server_->limits.max_header_bytes));

@@ -7,6 +7,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <sys/resource.h>
+
 #include <chrono>
 #include <csignal>
 
@@ -142,7 +144,24 @@ Server::Server(ServerConfig config, Engine& engine, std::unique_ptr<ChatRenderer
 
 Server::~Server() = default;
 
+namespace {
+
+// Each connection is a file descriptor: take the hard limit rather than the usual soft 1024,
+// so thousands of clients can be connected at once.
+void raise_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    spdlog::info("serve: open-file limit raised from {} to {}", before, limit.rlim_cur);
+  }
+}
+
+}  // namespace
+
 Result<uint16_t> Server::listen() {
+  raise_file_limit();
   auto log = AccessLog::open(impl_->config.access_log);
   if (!log.ok()) return log.status();
   impl_->access_log = std::move(*log);

@@ -92,11 +92,12 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
       ->check(CLI::PositiveNumber);
   app.add_option("--kv-type", o.kv_type, "KV cache type: f32, f16, bf16")->capture_default_str();
   app.add_option("--kv-cache-memory", o.kv_cache_memory,
-                 "Bytes for the KV pool, e.g. 2GiB; 0 = the memory budget minus the rest")
+                 "Bytes for the KV pool, e.g. 2GiB; 0 = the budget minus the rest, or without a budget "
+                 "room for --max-seqs full contexts (at most 4 GiB)")
       ->capture_default_str();
   app.add_option(
          "--memory-budget", o.memory_budget,
-         "Bytes for everything (weights, activations, KV), e.g. 8GiB; 0 = the engine's default")
+         "Bytes for everything (weights, activations, KV), e.g. 8GiB; 0 = no budget")
       ->capture_default_str();
   app.add_option("--scheduler", o.scheduler,
                  "continuous (iteration-level batching) or static (the classic baseline)")

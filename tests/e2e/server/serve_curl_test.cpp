@@ -125,6 +125,31 @@ TEST(ServeCurl, MalformedInputGetsTheRightAnswerAndTheServerGoesOn) {
   EXPECT_EQ(server.stop(SIGTERM), 0);
 }
 
+// One sequence runs, one waits (--max-queue 1): the other requests sent meanwhile are shed
+// with 503 at once instead of queueing without bound.
+TEST(ServeCurl, LoadIsShedWhenTheQueueIsFull) {
+  ServeProcess server({"--max-seqs", "1", "--max-queue", "1"});
+  ASSERT_TRUE(server.started());
+  const std::string body = R"({"prompt": "Once", "max_tokens": 300, "ignore_eos": true})";
+  std::string cmd = "for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code}\\n' "
+                    "--max-time 60 -H 'Content-Type: application/json' -d ";
+  cmd += tally_test::shell_quote(body);
+  cmd += ' ';
+  cmd += server.url();
+  cmd += "/v1/completions & sleep 0.05; done; wait";
+  const auto r = tally_test::run_command(cmd);
+  int ok = 0, shed = 0;
+  std::istringstream codes(r.out);
+  for (std::string code; std::getline(codes, code);) {
+    ok += code == "200";
+    shed += code == "503";
+  }
+  EXPECT_EQ(ok + shed, 6) << r.out;
+  EXPECT_GE(ok, 1) << r.out;  // the running one (and the queued one, if it came in time)
+  EXPECT_GE(shed, 3) << r.out;
+  EXPECT_EQ(curl(server.url() + "/health", "GET").status, 200);
+}
+
 TEST(ServeCurl, ApiKeys) {
   ServeProcess server({"--api-key", "sk-e2e", "--open-health"});
   ASSERT_TRUE(server.started());
