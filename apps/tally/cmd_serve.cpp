@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/engine.h"
+#include "engine/ledger_text.h"
 #include "io/gguf.h"
 #include "metrics/server_metrics.h"
 #include "model/arch.h"
@@ -44,6 +45,8 @@ int run_serve(server::ServeOptions& o) {
   if (Status st = server::serve_finalize(o); !st.ok()) return report_error(st);
   auto engine = Engine::create(o.engine);
   if (!engine.ok()) return report_error(engine.status());
+  // The ledger on stderr whatever the log level: what this server holds, before any request.
+  fmt::print(stderr, "tally serve: memory ledger\n{}", format_ledger((*engine)->ledger()));
   server::PrometheusObserver observer(metrics_options(o, **engine), **engine);
   auto chat = chat_renderer_for(o.server.model_path, (*engine)->tokenizer());
   spdlog::info("serve: chat template: {}", chat->describe());

@@ -7,7 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "plan/memory_size.h"
+#include "engine/ledger_text.h"
 #include "sampling/rng.h"
 #include "tokenizer/tokenizer.h"
 
@@ -139,13 +139,7 @@ Result<ThroughputReport> run_throughput(const EngineConfig& config, const Throug
 std::string format_throughput_report(const ThroughputReport& r) {
   std::string s;
   s += fmt::format("scheduler: {}\n", r.scheduler);
-  const MemoryLedger& l = r.ledger;
-  s += fmt::format("kv cache: {} blocks x {} tokens = {} tokens\n", l.kv_blocks, l.block_size,
-                   l.token_capacity);
-  s += fmt::format("memory: weights {} mapped + {} owned, buffers {}, kv {}, total {}\n",
-                   plan::format_bytes(l.weight_bytes_mapped),
-                   plan::format_bytes(l.weight_bytes_owned), plan::format_bytes(l.activation_bytes),
-                   plan::format_bytes(l.kv_bytes), plan::format_bytes(l.total()));
+  s += "memory:\n" + format_ledger(r.ledger);
   s += fmt::format("requests: {}  input tokens: {}  output tokens: {}  wall: {:.2f} s\n",
                    r.n_requests, r.input_tokens, r.output_tokens, r.wall_seconds);
   s += fmt::format("throughput: {:.2f} requests/s  {:.1f} output tok/s  {:.1f} total tok/s\n",

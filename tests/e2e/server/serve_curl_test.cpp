@@ -57,6 +57,14 @@ TEST(ServeCurl, RawProtocol) {
   ServeProcess server;
   ASSERT_TRUE(server.started());
   const std::string url = server.url();
+  // The start-up ledger (64 MiB of f32 KV at 1280 B a token) and the pool /metrics reports.
+  const std::string err = server.stderr_text();
+  EXPECT_NE(err.find("memory ledger"), std::string::npos) << err;
+  EXPECT_NE(err.find("kv cache  63.98 MiB = 3276 blocks x 16 tokens = 52416 tokens x 1.25 KiB"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(curl(url + "/metrics", "GET").body.find("tally:kv_cache_total_blocks 3276"),
+            std::string::npos);
   EXPECT_EQ(curl(url + "/health", "GET").status, 200);
   EXPECT_EQ(curl(url + "/ready", "GET").status, 200);
   auto models = json::parse(curl(url + "/v1/models", "GET").body);
@@ -93,7 +101,7 @@ TEST(ServeCurl, RawProtocol) {
   EXPECT_NE(log.find(R"("request_id":"e2e-trace-1")"), std::string::npos) << log;
   size_t lines = 0;
   for (size_t p = 0; (p = log.find('\n', p)) != std::string::npos; ++p) ++lines;
-  EXPECT_EQ(lines, 9u) << log;
+  EXPECT_EQ(lines, 10u) << log;
 }
 
 TEST(ServeCurl, MalformedInputGetsTheRightAnswerAndTheServerGoesOn) {

@@ -1,0 +1,24 @@
+#include "engine/ledger_text.h"
+
+#include <fmt/format.h>
+
+#include "plan/memory_size.h"
+
+namespace tally {
+
+std::string format_ledger(const MemoryLedger& l, const std::string& indent) {
+  using plan::format_bytes;
+  std::string s;
+  s += fmt::format("{}weights   {} ({} mapped + {} owned)\n", indent,
+                   format_bytes(l.weight_bytes_mapped + l.weight_bytes_owned),
+                   format_bytes(l.weight_bytes_mapped), format_bytes(l.weight_bytes_owned));
+  s += fmt::format("{}buffers   {}\n", indent, format_bytes(l.activation_bytes));
+  s += fmt::format("{}kv cache  {} = {} blocks x {} tokens = {} tokens x {}\n", indent,
+                   format_bytes(l.kv_bytes), l.kv_blocks, l.block_size, l.token_capacity,
+                   format_bytes(l.kv_bytes_per_token));
+  s += fmt::format("{}other     {}\n", indent, format_bytes(l.other_bytes));
+  s += fmt::format("{}total     {}\n", indent, format_bytes(l.total()));
+  return s;
+}
+
+}  // namespace tally
