@@ -129,7 +129,13 @@ Runner add_bench_command(CLI::App& app) {
   CLI::App* tp = app.add_subcommand(
       "throughput", "Offline engine throughput: requests/s, tok/s, TTFT, TPOT, KV utilization");
   add_throughput_flags(*tp, *args);
-  return [args, tp, model_bench] { return tp->parsed() ? run_bench(*args) : model_bench(); };
+  // `tally bench serve`: the load generator against a server (cmd_bench_serve.cpp).
+  Runner serve_bench = add_bench_serve_command(app);
+  CLI::App* serve = app.get_subcommand("serve");
+  return [args, tp, model_bench, serve, serve_bench] {
+    if (serve->parsed()) return serve_bench();
+    return tp->parsed() ? run_bench(*args) : model_bench();
+  };
 }
 
 }  // namespace tally::cli

@@ -19,5 +19,7 @@ Runner add_serve_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 // `tally bench` without a subcommand (cmd_bench_model.cpp): adds its flags to `bench`.
 Runner add_bench_model_options(CLI::App& bench);
+// `tally bench serve` (cmd_bench_serve.cpp): adds the subcommand to `bench`.
+Runner add_bench_serve_command(CLI::App& bench);
 
 }  // namespace tally::cli

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   add("convert", "Convert a model into GGUF (llama2.c checkpoints) or write a synthetic one", add_convert_command);
   add("plan", "Memory ledger: weights, activations, KV cache and what fits a budget", add_plan_command);
   add("serve", "OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)", add_serve_command);
-  add("bench", "Benchmarks: a model's prefill/decode speed, or the engine's throughput", add_bench_command);
+  add("bench", "Benchmarks: a model's prefill/decode speed, the engine's throughput, or a server under load", add_bench_command);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
