@@ -55,9 +55,8 @@ class ForwardStep {
   void attention_block(int64_t l) {
     const LayerWeights& lw = w_.layers[l];
     cpu::rmsnorm(s_.x, lw.attn_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
-    cpu::matmul(lw.wq, s_.xn, n_, s_.q, pool_);
-    cpu::matmul(lw.wk, s_.xn, n_, s_.k, pool_);
-    cpu::matmul(lw.wv, s_.xn, n_, s_.v, pool_);
+    const cpu::MatmulOutput qkv[] = {{&lw.wq, s_.q}, {&lw.wk, s_.k}, {&lw.wv, s_.v}};
+    cpu::matmul_shared_input(qkv, s_.xn, n_, pool_);
     if (c_.arch->qkv_bias) {
       cpu::add_bias(s_.q, lw.bq.data(), n_, c_.q_dim(), pool_);
       cpu::add_bias(s_.k, lw.bk.data(), n_, c_.kv_dim(), pool_);
@@ -95,8 +94,8 @@ class ForwardStep {
   void ffn_block(int64_t l) {
     const LayerWeights& lw = w_.layers[l];
     cpu::rmsnorm(s_.x, lw.ffn_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
-    cpu::matmul(lw.w_gate, s_.xn, n_, s_.gate, pool_);
-    cpu::matmul(lw.w_up, s_.xn, n_, s_.up, pool_);
+    const cpu::MatmulOutput gate_up[] = {{&lw.w_gate, s_.gate}, {&lw.w_up, s_.up}};
+    cpu::matmul_shared_input(gate_up, s_.xn, n_, pool_);
     cpu::silu_mul(s_.gate, s_.up, n_, c_.n_ff, pool_);
     cpu::matmul(lw.w_down, s_.gate, n_, s_.xn, pool_);
     cpu::add(s_.x, s_.xn, n_ * c_.n_embd, pool_);

@@ -2,6 +2,7 @@
 // split over output rows, and the run-time choice of the kernel table.
 #include "backend/cpu/matmul.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -103,7 +104,9 @@ MatmulActs prepare_acts(const MatmulKernels& kernels, DType type, const float* x
     acts.x = x;
     return acts;
   }
-  thread_local ActScratch scratch;
+  // One scratch per form, so a group may hold its 32-block and K-block rows at once.
+  thread_local ActScratch scratch_by_form[2];
+  ActScratch& scratch = scratch_by_form[form == ActForm::kBlockK ? 1 : 0];
   const bool k = form == ActForm::kBlockK;
   const int64_t n_scales = n_in / (k ? detail::kActBlockK : detail::kActBlock);
   const int64_t n_sums = k ? n_in / detail::kActSumGroup : n_scales;
@@ -155,7 +158,54 @@ void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t 
   });
 }
 
+// A group's tasks: chunks of kRowChunk rows of each matrix in turn.
+struct GroupTask {
+  int64_t first_chunk = 0;  // of the whole group
+  int64_t n_chunks = 0;
+  MatmulTileFn fn = nullptr;
+  const MatmulActs* acts = nullptr;
+};
+
+constexpr int kMaxGroup = 4;
+
 }  // namespace
+
+void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                         ThreadPool& pool) {
+  TALLY_CHECK(!outputs.empty() && outputs.size() <= kMaxGroup, "matmul group of {} products",
+              outputs.size());
+  const MatmulKernels& k = default_kernels();
+  const int64_t n_in = outputs[0].w->n_in;
+  for (const MatmulOutput& o : outputs) {
+    check_shapes(*o.w, n_tokens);
+    TALLY_CHECK(o.w->n_in == n_in, "matmul group: n_in {} vs {}", o.w->n_in, n_in);
+  }
+  if (n_tokens == 0) return;
+  MatmulActs acts_by_form[3];  // indexed by ActForm
+  bool prepared[3] = {false, false, false};
+  GroupTask tasks[kMaxGroup];
+  int64_t n_chunks = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const WeightMatrix& w = *outputs[i].w;
+    const int f = static_cast<int>(detail::act_form(w.type));
+    if (!prepared[f]) {
+      acts_by_form[f] = prepare_acts(k, w.type, x, n_in, n_tokens, pool);
+      prepared[f] = true;
+    }
+    tasks[i] = {n_chunks, (w.n_out + kRowChunk - 1) / kRowChunk, tile_fn(k, w.type),
+                &acts_by_form[f]};
+    n_chunks += tasks[i].n_chunks;
+  }
+  pool.run(n_chunks, [&](int64_t chunk, int) {
+    size_t i = 0;
+    while (chunk >= tasks[i].first_chunk + tasks[i].n_chunks) ++i;
+    const WeightMatrix& w = *outputs[i].w;
+    const int64_t begin = (chunk - tasks[i].first_chunk) * kRowChunk;
+    const MatmulTile tile{&w, tasks[i].acts, begin, std::min(begin + kRowChunk, w.n_out),
+                          outputs[i].y};
+    tasks[i].fn(tile);
+  });
+}
 
 void matmul_repeat(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                    int64_t n_repeats, ThreadPool& pool) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
@@ -35,6 +36,19 @@ struct WeightMatrix {
 
 // y = x · Wᵀ over the pool. x: [n_tokens][n_in], y: [n_tokens][n_out] (contiguous).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// One product of a group that shares its input: y = x · wᵀ, y: [n_tokens][w->n_out].
+struct MatmulOutput {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+};
+
+// Several products of the same activations (Q/K/V of a layer, FFN gate and up): x is
+// quantized once per activation form, and one split over the rows of all the matrices keeps
+// every thread busy with a single hand-off. Each y is bit-identical to matmul(*w, x, ...).
+// All w must have the same n_in.
+void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                         ThreadPool& pool);
 
 // Every ISA path gives the same bits as the scalar one (matmul_kernels.h defines the order),
 // so results also do not depend on the machine, only on the inputs.
