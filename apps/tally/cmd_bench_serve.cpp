@@ -207,9 +207,13 @@ Status resolve_model(HttpClient& client, const ServeBenchArgs& a, std::string& m
       max_model_len = first["max_model_len"];
     }
   }
+  if (model.empty() && r->status != 200) {
+    return make_error(ErrorCode::kIo, "GET {}/v1/models answered HTTP {}: {}", client.url().text(),
+                      r->status, error_message_of_body(r->body));
+  }
   if (model.empty()) {
-    return make_error(ErrorCode::kIo, "GET {}/v1/models (HTTP {}) names no model: give --model",
-                      client.url().text(), r->status);
+    return make_error(ErrorCode::kIo, "GET {}/v1/models names no model: give --model",
+                      client.url().text());
   }
   return Status::ok_status();
 }
