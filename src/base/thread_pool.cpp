@@ -37,7 +37,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : h
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
   generation_.notify_all();
   for (auto& w : workers_) w.join();
 }
@@ -51,6 +51,22 @@ void ThreadPool::work(int thread) {
   }
 }
 
+namespace {
+constexpr uint64_t kClosed = uint64_t{1} << 31;
+constexpr uint64_t kInsideMask = kClosed - 1;
+}  // namespace
+
+bool ThreadPool::try_enter(uint32_t generation) {
+  uint64_t s = state_.load(std::memory_order_acquire);
+  for (;;) {
+    if ((s >> 32) != generation || (s & kClosed) != 0) return false;
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      return true;
+    }
+  }
+}
+
 void ThreadPool::worker_main(int thread) {
   uint32_t seen = 0;
   for (;;) {
@@ -60,13 +76,19 @@ void ThreadPool::worker_main(int thread) {
       gen = generation_.load(std::memory_order_acquire);
     }
     if (gen == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
+      // seq_cst with run()'s store of generation_ then load of sleepers_: either run() sees
+      // this sleeper and wakes it, or the wait sees the new generation and returns at once.
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      generation_.wait(seen, std::memory_order_seq_cst);
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       continue;
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    work(thread);
-    pending_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    if (try_enter(gen)) {
+      work(thread);
+      state_.fetch_sub(1, std::memory_order_acq_rel);
+    }
   }
 }
 
@@ -79,16 +101,21 @@ void ThreadPool::run(int64_t n_tasks, FunctionRef<void(int64_t task, int thread)
   job_ = &fn;
   n_tasks_ = n_tasks;
   next_task_.store(0, std::memory_order_relaxed);
-  pending_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  state_.store(uint64_t{gen} << 32, std::memory_order_release);  // open, nobody inside
+  generation_.store(gen, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
   work(0);
-  for (int i = 0; pending_workers_.load(std::memory_order_acquire) != 0; ++i) {
+  // Every task is claimed: close the job, then wait only for the workers inside it (they
+  // may still be running a task they claimed).
+  uint64_t s = state_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
+  for (int i = 0; (s & kInsideMask) != 0; ++i) {
     if (i < kSpinIterations) {
       cpu_relax();
     } else {
       std::this_thread::yield();  // a worker may need this core to finish
     }
+    s = state_.load(std::memory_order_acquire);
   }
   job_ = nullptr;
 }

@@ -7,7 +7,11 @@
 // keeps results bit-identical across thread counts.
 //
 // Thread rules: one thread at a time may call run() (the engine thread); fn must not call run().
-// No allocation per call. Workers spin briefly after a job, then sleep on a futex.
+// No allocation per call. Workers spin briefly after a job, then sleep on a futex (woken only
+// when one sleeps). The caller never waits for a worker that has not joined the job: once it
+// has run out of tasks it closes the job, and a worker that was descheduled or still waking
+// skips it. So a tiny step on an oversubscribed machine costs the caller's time, not a
+// context switch per kernel.
 #pragma once
 
 #include <atomic>
@@ -41,12 +45,18 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  // Job state, published by run() with a release store of generation_.
+  bool try_enter(uint32_t generation);
+
+  // Job state, published by run() with a release store of state_.
   FunctionRef<void(int64_t, int)>* job_ = nullptr;
   int64_t n_tasks_ = 0;
   alignas(64) std::atomic<int64_t> next_task_{0};
-  alignas(64) std::atomic<uint32_t> generation_{0};
-  alignas(64) std::atomic<int> pending_workers_{0};
+  alignas(64) std::atomic<uint32_t> generation_{0};  // the futex workers sleep on
+  // [generation:32][closed:1][workers inside the job:31]: joining (a CAS that fails once the
+  // job is closed or replaced) and closing are one atomic word, so no worker can slip in
+  // after the caller stopped waiting.
+  alignas(64) std::atomic<uint64_t> state_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
 };
 

@@ -1,6 +1,8 @@
 #include "base/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <numeric>
 #include <vector>
 
@@ -38,6 +40,52 @@ TEST(ThreadPool, ParallelForCoversRange) {
     for (int64_t i = b; i < e; ++i) v[i] += 1;
   });
   EXPECT_EQ(std::accumulate(v.begin(), v.end(), 0), 1003);
+}
+
+// A worker asleep on the futex (idle long past its spin) is woken by the next job: task 0
+// waits for task 1 to start on another thread, which only a woken worker can do.
+TEST(ThreadPool, SleepingWorkerIsWokenForTheNextJob) {
+  ThreadPool pool(2);
+  for (int rep = 0; rep < 3; ++rep) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::atomic<int> started{-1};
+    std::atomic<bool> met{false};
+    pool.run(2, [&](int64_t, int thread) {
+      int expected = -1;
+      if (started.compare_exchange_strong(expected, thread)) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!met.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      } else {
+        EXPECT_NE(expected, thread);
+        met.store(true);
+      }
+    });
+    EXPECT_TRUE(met.load()) << "rep " << rep;
+  }
+}
+
+// Jobs of uneven tasks, idle gaps of every length (workers spinning, yielding, asleep or
+// still waking when the next job comes): every task of every job runs exactly once, and a
+// job's tasks never run after run() returned (a late worker must not touch a closed job).
+TEST(ThreadPool, LateWorkersNeverRunAClosedJob) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int rep = 0; rep < 400; ++rep) {
+      const int64_t n = 1 + rep % 9;
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<bool> returned{false};
+      std::atomic<int> late{0};
+      pool.run(n, [&](int64_t task, int) {
+        if (returned.load()) late.fetch_add(1);
+        if (task % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rep % 50));
+        hits[task].fetch_add(1);
+      });
+      returned.store(true);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "rep " << rep << " task " << i;
+      ASSERT_EQ(late.load(), 0) << "rep " << rep;
+      if (rep % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(rep % 100 == 0 ? 30 : 1));
+    }
+  }
 }
 
 }  // namespace
