@@ -25,6 +25,21 @@ using detail::MatmulTileFn;
 constexpr int64_t kRowChunk = 16;
 static_assert(kRowChunk % detail::kInterleave == 0, "tasks must hold whole interleaved groups");
 
+// Rows per task. With few tokens a product streams its weights from memory once: a few long
+// contiguous runs per thread keep the hardware prefetchers on one stream each, where 16-row
+// tasks taken in turn would restart them every few kilobytes. Any split over rows gives the
+// same bits. (Q8_0/Q4_0 in GGUF's row layout are interleaved per task into scratch: those
+// keep small tasks.)
+int64_t row_chunk(const WeightMatrix& w, int64_t n_tokens, int n_threads) {
+  const bool packs_per_task =
+      w.layout == WeightLayout::kRows && detail::interleaved_qs_bytes(w.type) != 0;
+  if (n_tokens > 4 || n_threads <= 1 || packs_per_task) return kRowChunk;
+  const int64_t n_out = w.n_out;
+  const int64_t tasks = int64_t{n_threads} * 4;
+  const int64_t rows = (n_out + tasks - 1) / tasks;
+  return std::max(kRowChunk, (rows + kRowChunk - 1) / kRowChunk * kRowChunk);
+}
+
 bool isa_available(IsaLevel level) {
   const CpuFeatures& f = cpu_features();
   switch (level) {
@@ -152,7 +167,8 @@ void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t 
   const MatmulTileFn fn = tile_fn(k, w.type);
   if (n_tokens == 0 || w.n_out == 0) return;
   const MatmulActs acts = prepare_acts(k, w.type, x, w.n_in, n_tokens, pool);
-  pool.parallel_for(w.n_out, kRowChunk, [&](int64_t begin, int64_t end, int) {
+  const int64_t chunk = row_chunk(w, n_tokens, pool.n_threads());
+  pool.parallel_for(w.n_out, chunk, [&](int64_t begin, int64_t end, int) {
     const MatmulTile tile{&w, &acts, begin, end, y};
     fn(tile);
   });
@@ -162,6 +178,7 @@ void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t 
 struct GroupTask {
   int64_t first_chunk = 0;  // of the whole group
   int64_t n_chunks = 0;
+  int64_t chunk_rows = 0;
   MatmulTileFn fn = nullptr;
   const MatmulActs* acts = nullptr;
 };
@@ -192,7 +209,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
       acts_by_form[f] = prepare_acts(k, w.type, x, n_in, n_tokens, pool);
       prepared[f] = true;
     }
-    tasks[i] = {n_chunks, (w.n_out + kRowChunk - 1) / kRowChunk, tile_fn(k, w.type),
+    const int64_t rows = row_chunk(w, n_tokens, pool.n_threads());
+    tasks[i] = {n_chunks, (w.n_out + rows - 1) / rows, rows, tile_fn(k, w.type),
                 &acts_by_form[f]};
     n_chunks += tasks[i].n_chunks;
   }
@@ -200,8 +218,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
     size_t i = 0;
     while (chunk >= tasks[i].first_chunk + tasks[i].n_chunks) ++i;
     const WeightMatrix& w = *outputs[i].w;
-    const int64_t begin = (chunk - tasks[i].first_chunk) * kRowChunk;
-    const MatmulTile tile{&w, tasks[i].acts, begin, std::min(begin + kRowChunk, w.n_out),
+    const int64_t begin = (chunk - tasks[i].first_chunk) * tasks[i].chunk_rows;
+    const MatmulTile tile{&w, tasks[i].acts, begin, std::min(begin + tasks[i].chunk_rows, w.n_out),
                           outputs[i].y};
     tasks[i].fn(tile);
   });
