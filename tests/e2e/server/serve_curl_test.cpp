@@ -133,18 +133,18 @@ TEST(ServeCurl, MalformedInputGetsTheRightAnswerAndTheServerGoesOn) {
   EXPECT_EQ(server.stop(SIGTERM), 0);
 }
 
-// One sequence runs, one waits (--max-queue 1): the other requests sent meanwhile are shed
-// with 503 at once instead of queueing without bound.
+// One sequence runs, one waits (--max-queue 1): the other requests, sent at the same moment
+// (one curl, six transfers opened at once), are shed with 503 at once instead of queueing
+// without bound. A request of 400 tokens runs for tens of milliseconds even on a fast
+// machine, far longer than the six connections take to arrive.
 TEST(ServeCurl, LoadIsShedWhenTheQueueIsFull) {
   ServeProcess server({"--max-seqs", "1", "--max-queue", "1"});
   ASSERT_TRUE(server.started());
-  const std::string body = R"({"prompt": "Once", "max_tokens": 300, "ignore_eos": true})";
-  std::string cmd = "for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w '%{http_code}\\n' "
-                    "--max-time 60 -H 'Content-Type: application/json' -d ";
+  const std::string body = R"({"prompt": "Once", "max_tokens": 400, "ignore_eos": true})";
+  std::string cmd = "curl -s --parallel --parallel-immediate --parallel-max 6 "
+                    "-w '%{http_code}\\n' --max-time 60 -H 'Content-Type: application/json' -d ";
   cmd += tally_test::shell_quote(body);
-  cmd += ' ';
-  cmd += server.url();
-  cmd += "/v1/completions & sleep 0.05; done; wait";
+  for (int i = 0; i < 6; ++i) cmd += " -o /dev/null " + server.url() + "/v1/completions";
   const auto r = tally_test::run_command(cmd);
   int ok = 0, shed = 0;
   std::istringstream codes(r.out);
