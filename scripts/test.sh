@@ -12,6 +12,8 @@ echo "== release build + tests"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$JOBS"
 ctest --preset release -j "$JOBS"
+# docs/cli.md's flag tables are generated from --help: a flag added without regenerating fails.
+bash scripts/gen_cli_docs.sh --check build/release/tally
 
 echo "== ASan + UBSan build + tests"
 cmake --preset asan >/dev/null
