@@ -26,17 +26,7 @@ Result<std::string> metrics_prefix_from_flag(std::string_view flag) {
 }
 
 std::string_view finished_reason_label(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-    case FinishReason::kNone:
-      return "";
-  }
-  return "";
+  return reason == FinishReason::kNone ? std::string_view() : finish_reason_name(reason);
 }
 
 ServerMetrics::ServerMetrics(ServerMetricsOptions options)

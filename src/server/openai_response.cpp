@@ -93,16 +93,8 @@ std::string json_dump(const Json& value) {
 }
 
 Json finish_reason_json(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-    default:
-      return nullptr;
-  }
+  if (reason == FinishReason::kNone) return nullptr;
+  return std::string(finish_reason_name(reason));
 }
 
 std::string response_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
