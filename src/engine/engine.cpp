@@ -3,8 +3,8 @@
 
 #include "base/log.h"
 #include "engine/engine_impl.h"
+#include "engine/ledger_text.h"
 #include "plan/gguf_source.h"
-#include "plan/memory_size.h"
 
 namespace tally {
 
@@ -94,18 +94,15 @@ void EngineImpl::build_ledger(const EngineSizing& sizing) {
 }
 
 void EngineImpl::log_ledger() const {
-  const MemoryLedger& l = ledger_;
-  using plan::format_bytes;
-  spdlog::info("engine: weights {} mapped + {} owned", format_bytes(l.weight_bytes_mapped),
-               format_bytes(l.weight_bytes_owned));
-  spdlog::info("engine: activation buffers {} (batch of {} tokens, {} sequences)",
-               format_bytes(l.activation_bytes), config_.max_batched_tokens, config_.max_seqs);
-  spdlog::info("engine: KV cache {} = {} blocks x {} tokens x {} B/token ({}), {} tokens",
-               format_bytes(l.kv_bytes), l.kv_blocks, l.block_size, l.kv_bytes_per_token,
-               dtype_name(config_.kv_type), l.token_capacity);
-  spdlog::info("engine: other {}; total {}; context {}, {} scheduling", format_bytes(l.other_bytes),
-               format_bytes(l.total()), sched_config_.max_model_len,
-               config_.static_batching ? "static" : "continuous");
+  // The same text `tally serve` prints and bench throughput reports (ledger_text.h), plus the
+  // settings it was sized for.
+  std::string text = format_ledger(ledger_);
+  text.pop_back();  // spdlog ends the line
+  spdlog::info("engine: memory ledger (batch of {} tokens, {} sequences, KV {}, context {}, {} "
+               "scheduling)\n{}",
+               config_.max_batched_tokens, config_.max_seqs, dtype_name(config_.kv_type),
+               sched_config_.max_model_len, config_.static_batching ? "static" : "continuous",
+               text);
 }
 
 Status EngineImpl::check_request(const EngineRequest& r) const {
