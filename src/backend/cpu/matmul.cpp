@@ -161,20 +161,7 @@ void check_shapes(const WeightMatrix& w, int64_t n_tokens) {
               w.row_bytes);
 }
 
-void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-         ThreadPool& pool) {
-  check_shapes(w, n_tokens);
-  const MatmulTileFn fn = tile_fn(k, w.type);
-  if (n_tokens == 0 || w.n_out == 0) return;
-  const MatmulActs acts = prepare_acts(k, w.type, x, w.n_in, n_tokens, pool);
-  const int64_t chunk = row_chunk(w, n_tokens, pool.n_threads());
-  pool.parallel_for(w.n_out, chunk, [&](int64_t begin, int64_t end, int) {
-    const MatmulTile tile{&w, &acts, begin, end, y};
-    fn(tile);
-  });
-}
-
-// A group's tasks: chunks of kRowChunk rows of each matrix in turn.
+// A group's tasks: chunks of row_chunk() rows of each matrix in turn.
 struct GroupTask {
   int64_t first_chunk = 0;  // of the whole group
   int64_t n_chunks = 0;
@@ -185,17 +172,16 @@ struct GroupTask {
 
 constexpr int kMaxGroup = 4;
 
-}  // namespace
-
-void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
-                         ThreadPool& pool) {
+// Every product of x: one matrix (matmul) or a group sharing the input (matmul_shared_input).
+void run_group(const MatmulKernels& k, std::span<const MatmulOutput> outputs, const float* x,
+               int64_t n_tokens, ThreadPool& pool) {
   TALLY_CHECK(!outputs.empty() && outputs.size() <= kMaxGroup, "matmul group of {} products",
               outputs.size());
-  const MatmulKernels& k = default_kernels();
   const int64_t n_in = outputs[0].w->n_in;
   for (const MatmulOutput& o : outputs) {
     check_shapes(*o.w, n_tokens);
     TALLY_CHECK(o.w->n_in == n_in, "matmul group: n_in {} vs {}", o.w->n_in, n_in);
+    tile_fn(k, o.w->type);  // a type without a kernel fails even with no tokens
   }
   if (n_tokens == 0) return;
   MatmulActs acts_by_form[3];  // indexed by ActForm
@@ -205,14 +191,14 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
   for (size_t i = 0; i < outputs.size(); ++i) {
     const WeightMatrix& w = *outputs[i].w;
     const int f = static_cast<int>(detail::act_form(w.type));
-    if (!prepared[f]) {
-      acts_by_form[f] = prepare_acts(k, w.type, x, n_in, n_tokens, pool);
-      prepared[f] = true;
-    }
     const int64_t rows = row_chunk(w, n_tokens, pool.n_threads());
     tasks[i] = {n_chunks, (w.n_out + rows - 1) / rows, rows, tile_fn(k, w.type),
                 &acts_by_form[f]};
     n_chunks += tasks[i].n_chunks;
+    if (!prepared[f] && w.n_out > 0) {
+      acts_by_form[f] = prepare_acts(k, w.type, x, n_in, n_tokens, pool);
+      prepared[f] = true;
+    }
   }
   pool.run(n_chunks, [&](int64_t chunk, int) {
     size_t i = 0;
@@ -223,6 +209,19 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
                           outputs[i].y};
     tasks[i].fn(tile);
   });
+}
+
+void run(const MatmulKernels& k, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+         ThreadPool& pool) {
+  const MatmulOutput one{&w, y};
+  run_group(k, {&one, 1}, x, n_tokens, pool);
+}
+
+}  // namespace
+
+void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                         ThreadPool& pool) {
+  run_group(default_kernels(), outputs, x, n_tokens, pool);
 }
 
 void matmul_repeat(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
