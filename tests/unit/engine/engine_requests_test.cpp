@@ -31,7 +31,8 @@ TEST(EngineRequests, CancelMidStreamFreesTheBlocks) {
   auto cb = [&](const EngineEvent& e) {
     c.on_event(0, e);
     // From the callback, so the cancel lands after exactly this step (cancel only queues).
-    if (e.kind == EngineEventKind::kToken && ++seen == 10) engine->cancel(id.load());
+    // The event's own id: submit() may not have returned it yet on a fast step.
+    if (e.kind == EngineEventKind::kToken && ++seen == 10) engine->cancel(e.request_id);
   };
   auto got = engine->submit(r, cb);
   ASSERT_TRUE(got.ok());
