@@ -1,11 +1,14 @@
-// tally serve: the OpenAI-compatible HTTP server (src/server) over the engine. Flags are
-// declared in src/server/server_config.cpp; docs/server.md describes them and the API.
+// tally serve: the OpenAI-compatible HTTP server (src/server) over the engine. The server's
+// flags are declared in src/server/server_config.cpp, the engine's in
+// src/engine/engine_flags.cpp (shared with `tally bench throughput`); docs/server.md describes
+// them and the API.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/engine.h"
+#include "engine/engine_flags.h"
 #include "engine/ledger_text.h"
 #include "io/gguf.h"
 #include "metrics/server_metrics.h"
@@ -43,7 +46,9 @@ metrics::ServerMetricsOptions metrics_options(const server::ServeOptions& o, Eng
 
 int run_serve(server::ServeOptions& o) {
   if (Status st = server::serve_finalize(o); !st.ok()) return report_error(st);
-  auto engine = Engine::create(o.engine);
+  auto config = engine_flags_to_config(o.engine);
+  if (!config.ok()) return report_error(config.status());
+  auto engine = Engine::create(*config);
   if (!engine.ok()) return report_error(engine.status());
   // The ledger on stderr whatever the log level: what this server holds, before any request.
   fmt::print(stderr, "tally serve: memory ledger\n{}", format_ledger((*engine)->ledger()));
@@ -68,6 +73,7 @@ Runner add_serve_command(CLI::App& app) {
   auto options = std::make_shared<server::ServeOptions>();
   options->server.model_path = default_model_path();
   server::serve_add_flags(app, *options);
+  engine_flags_add(app, options->engine);
   return [options] { return run_serve(*options); };
 }
 

@@ -2,15 +2,12 @@
 
 #include <filesystem>
 
-#include "plan/memory_size.h"
-#include "plan/plan.h"
 #include "server/auth.h"
 
 namespace tally::server {
 
 void serve_add_flags(CLI::App& app, ServeOptions& o) {
   ServerConfig& s = o.server;
-  EngineConfig& e = o.engine;
   // Network and model.
   app.add_option("--host", s.host, "Address to listen on (0.0.0.0: every interface)")
       ->capture_default_str();
@@ -43,7 +40,7 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
   app.add_option("--max-n", s.max_n, "Largest n (completions per prompt) a request may ask for")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-queue", e.max_waiting,
+  app.add_option("--max-queue", o.engine.config.max_waiting,
                  "Requests waiting for the engine at most; beyond, 503 (load is shed)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -74,34 +71,6 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
   app.add_option("--metrics-prefix", s.metrics_prefix,
                  "Metric name prefix: tally (tally:...) or vllm (vllm:..., for vLLM dashboards)")
       ->capture_default_str();
-  // Engine.
-  app.add_option("-t,--threads", e.threads, "Compute threads; 0 = one per core")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--max-batched-tokens", e.max_batched_tokens, "Token budget of one engine step")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-seqs", e.max_seqs, "Sequences running at once")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-model-len", e.max_model_len, "Context per sequence; 0 = the model's")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--block-size", e.block_size, "Tokens per KV block")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--kv-type", o.kv_type, "KV cache type: f32, f16, bf16")->capture_default_str();
-  app.add_option("--kv-cache-memory", o.kv_cache_memory,
-                 "Bytes for the KV pool, e.g. 2GiB; 0 = the budget minus the rest, or without a budget "
-                 "room for --max-seqs full contexts (at most 4 GiB)")
-      ->capture_default_str();
-  app.add_option(
-         "--memory-budget", o.memory_budget,
-         "Bytes for everything (weights, activations, KV), e.g. 8GiB; 0 = no budget")
-      ->capture_default_str();
-  app.add_option("--scheduler", o.scheduler,
-                 "continuous (iteration-level batching) or static (the classic baseline)")
-      ->capture_default_str();
 }
 
 std::string model_name_from_path(const std::string& path) {
@@ -109,17 +78,6 @@ std::string model_name_from_path(const std::string& path) {
 }
 
 namespace {
-
-Status parse_size(const std::string& text, const char* flag, int64_t& out) {
-  if (text == "0") {
-    out = 0;
-    return {};
-  }
-  auto bytes = plan::parse_memory_size(text);
-  if (!bytes.ok()) return bytes.status().with_context(flag);
-  out = *bytes;
-  return {};
-}
 
 Status check_names(const std::vector<std::string>& names) {
   for (const auto& name : names) {
@@ -134,13 +92,12 @@ Status check_names(const std::vector<std::string>& names) {
 
 Status serve_finalize(ServeOptions& o) {
   ServerConfig& s = o.server;
-  EngineConfig& e = o.engine;
   if (s.model_path.empty())
     return make_error(ErrorCode::kInvalidArgument, "-m/--model is required");
   if (!std::filesystem::exists(s.model_path)) {
     return make_error(ErrorCode::kNotFound, "--model {}: no such file", s.model_path);
   }
-  e.model_path = s.model_path;
+  o.engine.config.model_path = s.model_path;
   TALLY_RETURN_IF_ERROR(check_names(s.served_model_names));
   if (s.served_model_names.empty())
     s.served_model_names.push_back(model_name_from_path(s.model_path));
@@ -156,16 +113,6 @@ Status serve_finalize(ServeOptions& o) {
                       "--metrics-prefix must be tally or vllm, got '{}'", s.metrics_prefix);
   }
   s.http.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
-  auto kv = plan::kv_type_from_name(o.kv_type);
-  if (!kv.ok()) return kv.status().with_context("--kv-type");
-  e.kv_type = *kv;
-  TALLY_RETURN_IF_ERROR(parse_size(o.kv_cache_memory, "--kv-cache-memory", e.kv_cache_memory));
-  TALLY_RETURN_IF_ERROR(parse_size(o.memory_budget, "--memory-budget", e.memory_budget));
-  if (o.scheduler != "continuous" && o.scheduler != "static") {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "--scheduler must be continuous or static, got '{}'", o.scheduler);
-  }
-  e.static_batching = o.scheduler == "static";
   return {};
 }
 

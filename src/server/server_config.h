@@ -1,5 +1,6 @@
-// Every setting of `tally serve`, each flag declared once (name, default, help) in
-// serve_add_flags(): `tally serve --help` and docs/server.md list them from there.
+// The settings of `tally serve`, each flag declared once (name, default, help): the server's
+// own in serve_add_flags(), the engine's in engine_flags_add() (engine/engine_flags.h, shared
+// with `tally bench throughput`). `tally serve --help` and docs/server.md list both.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "engine/engine.h"
+#include "engine/engine_flags.h"
 #include "server/http_server.h"
 #include "server/rate_limiter.h"
 
@@ -33,20 +34,19 @@ struct ServerConfig {
   std::string metrics_prefix = "tally";
 };
 
-// The flags as typed, converted by serve_finalize().
+// The flags as typed, converted by serve_finalize() (the server's) and by the command with
+// engine_flags_to_config() (the engine's).
 struct ServeOptions {
   ServerConfig server;
-  EngineConfig engine;
-  std::string kv_type = "f32";
-  std::string kv_cache_memory = "0";
-  std::string memory_budget = "0";
-  std::string scheduler = "continuous";
+  EngineFlags engine;  // --max-queue and the model path land in engine.config
   int64_t max_body_bytes = 4 << 20;
 };
 
+// The server's own flags (network, model, security, limits, --max-queue); the command adds
+// the engine's with engine_flags_add(app, options.engine).
 void serve_add_flags(CLI::App& app, ServeOptions& options);
 
-// Checks values that CLI11 cannot (sizes, names, files, combinations) and fills in what
+// Checks the server's values that CLI11 cannot (names, files, combinations) and fills in what
 // depends on others (model path into the engine, default served name, keys from the file).
 // InvalidArgument / NotFound naming the flag.
 Status serve_finalize(ServeOptions& options);

@@ -1,5 +1,6 @@
-// tally serve's flags: parsed by CLI11 from the one declaration, then checked and completed by
-// serve_finalize() with errors that name the flag.
+// tally serve's own flags: parsed by CLI11 from the one declaration, then checked and completed
+// by serve_finalize() with errors that name the flag. The engine's flags it shares with
+// `tally bench throughput` are tested in tests/unit/engine/engine_flags_test.cpp.
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -41,10 +42,9 @@ TEST(ServeFlags, Defaults) {
   EXPECT_EQ(o.server.host, "127.0.0.1");
   EXPECT_EQ(o.server.port, 8080);
   EXPECT_EQ(o.server.served_model_names, (std::vector<std::string>{"stories260K"}));
-  EXPECT_EQ(o.engine.model_path, o.server.model_path);
+  EXPECT_EQ(o.engine.config.model_path, o.server.model_path);
+  EXPECT_EQ(o.engine.config.max_waiting, 1024);
   EXPECT_TRUE(o.server.api_keys.empty());
-  EXPECT_EQ(o.engine.kv_type, tally::DType::kF32);
-  EXPECT_FALSE(o.engine.static_batching);
   EXPECT_EQ(o.server.http.max_body_bytes, size_t{4} << 20);
 }
 
@@ -58,14 +58,10 @@ TEST(ServeFlags, EveryFlagLandsWhereItBelongs) {
        "--rate-limit-rpm", "60", "--rate-limit-tpm", "1000", "--max-body-bytes", "1000",
        "--max-tokens-limit", "64", "--max-n", "4", "--max-queue", "7", "--drain-timeout", "3",
        "--header-timeout", "1", "--read-timeout", "2", "--idle-timeout", "5", "--write-timeout",
-       "6", "--access-log", "off", "--metrics-prefix", "vllm", "--threads", "2",
-       "--max-batched-tokens", "128", "--max-seqs", "8", "--max-model-len", "256",
-       "--block-size", "32", "--kv-type", "f16", "--kv-cache-memory", "16MiB",
-       "--memory-budget", "1GiB", "--scheduler", "static"},
+       "6", "--access-log", "off", "--metrics-prefix", "vllm"},
       o);
   ASSERT_TRUE(st.ok()) << st.message();
   const auto& s = o.server;
-  const auto& e = o.engine;
   EXPECT_EQ(s.host, "0.0.0.0");
   EXPECT_EQ(s.port, 9000);
   EXPECT_EQ(s.served_model_names, (std::vector<std::string>{"a", "b"}));
@@ -76,7 +72,7 @@ TEST(ServeFlags, EveryFlagLandsWhereItBelongs) {
   EXPECT_EQ(s.http.max_body_bytes, 1000u);
   EXPECT_EQ(s.max_tokens_limit, 64);
   EXPECT_EQ(s.max_n, 4);
-  EXPECT_EQ(e.max_waiting, 7);
+  EXPECT_EQ(o.engine.config.max_waiting, 7);
   EXPECT_EQ(s.drain_timeout, 3);
   EXPECT_EQ(s.http.header_timeout, 1);
   EXPECT_EQ(s.http.read_timeout, 2);
@@ -84,31 +80,27 @@ TEST(ServeFlags, EveryFlagLandsWhereItBelongs) {
   EXPECT_EQ(s.http.write_timeout, 6);
   EXPECT_EQ(s.access_log, "off");
   EXPECT_EQ(s.metrics_prefix, "vllm");
-  EXPECT_EQ(e.threads, 2);
-  EXPECT_EQ(e.max_batched_tokens, 128);
-  EXPECT_EQ(e.max_seqs, 8);
-  EXPECT_EQ(e.max_model_len, 256);
-  EXPECT_EQ(e.block_size, 32);
-  EXPECT_EQ(e.kv_type, tally::DType::kF16);
-  EXPECT_EQ(e.kv_cache_memory, 16 << 20);
-  EXPECT_EQ(e.memory_budget, int64_t{1} << 30);
-  EXPECT_TRUE(e.static_batching);
 }
 
 TEST(ServeFlags, BadValuesNameTheFlag) {
   expect_refused({"-m", "/nonexistent/model.gguf"}, "/nonexistent/model.gguf");
-  expect_refused({"--kv-type", "f8"}, "--kv-type");
-  expect_refused({"--scheduler", "fifo"}, "--scheduler");
   expect_refused({"--metrics-prefix", "prom"}, "--metrics-prefix");
-  expect_refused({"--kv-cache-memory", "lots"}, "--kv-cache-memory");
-  expect_refused({"--memory-budget", "8G"}, "--memory-budget");
   expect_refused({"--served-model-name", ""}, "--served-model-name");
   expect_refused({"--api-key", ""}, "--api-key");
   expect_refused({"--api-keys-file", "/nonexistent/keys"}, "/nonexistent/keys");
   expect_refused({"--port", "70000"}, "--port");
-  expect_refused({"--max-seqs", "0"}, "--max-seqs");
   expect_refused({"--rate-limit-rpm", "-1"}, "--rate-limit-rpm");
   expect_refused({"--header-timeout", "0"}, "--header-timeout");
+  expect_refused({"--max-queue", "0"}, "--max-queue");
+}
+
+// The engine's flags are the command's to add: serve_add_flags() alone leaves them out, so
+// `tally serve` cannot declare one twice (CLI11 would refuse the second at start-up).
+TEST(ServeFlags, EngineFlagsAreNotTheServers) {
+  ServeOptions o;
+  const tally::Status st = parse({"--threads", "2"}, o);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("--threads"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+#include "engine/engine_flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include "plan/memory_size.h"
+#include "plan/plan.h"
+
+namespace tally {
+
+void engine_flags_add(CLI::App& app, EngineFlags& flags) {
+  EngineConfig& e = flags.config;
+  app.add_option("-t,--threads", e.threads, "Compute threads; 0 = one per core")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-batched-tokens", e.max_batched_tokens, "Token budget of one engine step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-seqs", e.max_seqs, "Sequences running at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-model-len", e.max_model_len, "Context per sequence; 0 = the model's")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--block-size", e.block_size, "Tokens per KV block")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kv-type", flags.kv_type, "KV cache type: f32, f16, bf16")
+      ->capture_default_str();
+  app.add_option("--kv-cache-memory", flags.kv_cache_memory,
+                 "Bytes for the KV pool, e.g. 2GiB; 0 = the budget minus the rest, or without a "
+                 "budget room for --max-seqs full contexts (at most 4 GiB)")
+      ->capture_default_str();
+  app.add_option("--memory-budget", flags.memory_budget,
+                 "Bytes for everything (weights, activations, KV), e.g. 8GiB; 0 = no budget")
+      ->capture_default_str();
+  app.add_option("--scheduler", flags.scheduler,
+                 "continuous (iteration-level batching) or static (the classic baseline)")
+      ->capture_default_str();
+}
+
+namespace {
+
+Result<int64_t> parse_size(const std::string& text, const char* flag) {
+  auto bytes = plan::parse_memory_size(text);
+  if (!bytes.ok()) return bytes.status().with_context(flag);
+  return *bytes;
+}
+
+}  // namespace
+
+Result<EngineConfig> engine_flags_to_config(const EngineFlags& flags) {
+  EngineConfig e = flags.config;
+  auto kv = plan::kv_type_from_name(flags.kv_type);
+  if (!kv.ok()) return kv.status().with_context("--kv-type");
+  e.kv_type = *kv;
+  TALLY_ASSIGN_OR_RETURN(e.kv_cache_memory,
+                         parse_size(flags.kv_cache_memory, "--kv-cache-memory"));
+  TALLY_ASSIGN_OR_RETURN(e.memory_budget, parse_size(flags.memory_budget, "--memory-budget"));
+  if (flags.scheduler != "continuous" && flags.scheduler != "static") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--scheduler must be continuous or static, got '{}'", flags.scheduler);
+  }
+  e.static_batching = flags.scheduler == "static";
+  return e;
+}
+
+}  // namespace tally

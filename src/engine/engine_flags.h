@@ -1,0 +1,43 @@
+// The flags that configure the Engine, declared once (name, default, help) for every command
+// that runs one: `tally serve` and `tally bench throughput` add them with engine_flags_add()
+// and turn them into an EngineConfig with engine_flags_to_config(), so both accept the same
+// values, show the same help and refuse a bad value with the same message.
+//
+// EngineFlags is plain data: the server library keeps one in its options (--max-queue and the
+// model path land in its config) without linking the engine; the command that creates the
+// Engine calls the two functions.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "engine/engine.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tally {
+
+// The engine flags as typed. Numbers land in `config` directly (CLI11 checks their range);
+// the texts are converted by engine_flags_to_config(). Fields no flag here sets (model_path,
+// max_waiting) are the command's own and pass through unchanged.
+struct EngineFlags {
+  EngineConfig config;
+  std::string kv_type = "f32";
+  std::string kv_cache_memory = "0";  // a memory size ("2GiB"); 0 = derived (see the help)
+  std::string memory_budget = "0";    // a memory size ("8GiB"); 0 = no budget
+  std::string scheduler = "continuous";
+};
+
+// Adds -t/--threads, --max-batched-tokens, --max-seqs, --max-model-len, --block-size,
+// --kv-type, --kv-cache-memory, --memory-budget and --scheduler, bound to `flags` (which must
+// outlive the parse).
+void engine_flags_add(CLI::App& app, EngineFlags& flags);
+
+// `flags.config` with the texts converted. InvalidArgument / Unsupported naming the flag:
+// "--kv-type: unknown kv type 'f8' (...)", "--memory-budget: memory size '8G': ...",
+// "--scheduler must be continuous or static, got 'fifo'".
+Result<EngineConfig> engine_flags_to_config(const EngineFlags& flags);
+
+}  // namespace tally

@@ -1,0 +1,125 @@
+// The engine's flags, declared once for `tally serve` and `tally bench throughput`: parsed by
+// CLI11 from engine_flags_add(), converted by engine_flags_to_config() with errors that name
+// the flag.
+#include "engine/engine_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using tally::EngineConfig;
+using tally::EngineFlags;
+
+// Parses `args` into `flags`; a CLI11 refusal becomes InvalidArgument with its text.
+tally::Status parse(const std::vector<std::string>& args, EngineFlags& flags) {
+  CLI::App app;
+  tally::engine_flags_add(app, flags);
+  std::vector<const char*> argv = {"cmd"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    return tally::Status(tally::ErrorCode::kInvalidArgument, e.what());
+  }
+  return {};
+}
+
+tally::Result<EngineConfig> config_of(const std::vector<std::string>& args) {
+  EngineFlags flags;
+  TALLY_RETURN_IF_ERROR(parse(args, flags));
+  return tally::engine_flags_to_config(flags);
+}
+
+void expect_refused(const std::vector<std::string>& args, const std::string& message) {
+  SCOPED_TRACE(args.front() + " " + args.back());
+  auto config = config_of(args);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), tally::ErrorCode::kInvalidArgument);
+  EXPECT_NE(config.status().message().find(message), std::string::npos)
+      << config.status().message();
+}
+
+TEST(EngineFlags, DefaultsAreTheEngineConfigDefaults) {
+  auto config = config_of({});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  const EngineConfig d;
+  EXPECT_EQ(config->threads, d.threads);
+  EXPECT_EQ(config->max_batched_tokens, d.max_batched_tokens);
+  EXPECT_EQ(config->max_seqs, d.max_seqs);
+  EXPECT_EQ(config->max_model_len, d.max_model_len);
+  EXPECT_EQ(config->block_size, d.block_size);
+  EXPECT_EQ(config->kv_type, d.kv_type);
+  EXPECT_EQ(config->kv_cache_memory, 0);
+  EXPECT_EQ(config->memory_budget, 0);
+  EXPECT_FALSE(config->static_batching);
+}
+
+TEST(EngineFlags, EveryFlagLandsInTheConfig) {
+  auto config = config_of({"-t", "2", "--max-batched-tokens", "128", "--max-seqs", "8",
+                           "--max-model-len", "256", "--block-size", "32", "--kv-type", "bf16",
+                           "--kv-cache-memory", "16MiB", "--memory-budget", "1GB", "--scheduler",
+                           "static"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->threads, 2);
+  EXPECT_EQ(config->max_batched_tokens, 128);
+  EXPECT_EQ(config->max_seqs, 8);
+  EXPECT_EQ(config->max_model_len, 256);
+  EXPECT_EQ(config->block_size, 32);
+  EXPECT_EQ(config->kv_type, tally::DType::kBF16);
+  EXPECT_EQ(config->kv_cache_memory, int64_t{16} << 20);
+  EXPECT_EQ(config->memory_budget, int64_t{1000000000});
+  EXPECT_TRUE(config->static_batching);
+}
+
+TEST(EngineFlags, CommandsOwnFieldsPassThrough) {
+  EngineFlags flags;
+  flags.config.model_path = "m.gguf";  // -m is each command's own flag
+  flags.config.max_waiting = 7;        // serve's --max-queue
+  ASSERT_TRUE(parse({"--threads", "3"}, flags).ok());
+  auto config = tally::engine_flags_to_config(flags);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->model_path, "m.gguf");
+  EXPECT_EQ(config->max_waiting, 7);
+  EXPECT_EQ(config->threads, 3);
+}
+
+TEST(EngineFlags, BadValuesNameTheFlag) {
+  expect_refused({"--kv-type", "f8"}, "--kv-type: unknown kv type 'f8'");
+  expect_refused({"--kv-cache-memory", "lots"}, "--kv-cache-memory: memory size 'lots'");
+  expect_refused({"--kv-cache-memory", ""}, "--kv-cache-memory: memory size ''");
+  expect_refused({"--memory-budget", "8G"}, "--memory-budget: memory size '8G': unit 'g' is");
+  expect_refused({"--scheduler", "fifo"}, "--scheduler must be continuous or static, got 'fifo'");
+  expect_refused({"--threads", "-1"}, "--threads");
+  expect_refused({"--max-batched-tokens", "0"}, "--max-batched-tokens");
+  expect_refused({"--max-seqs", "0"}, "--max-seqs");
+  expect_refused({"--max-model-len", "-5"}, "--max-model-len");
+  expect_refused({"--block-size", "0"}, "--block-size");
+}
+
+TEST(EngineFlags, UnsupportedKvTypeSaysSo) {
+  auto config = config_of({"--kv-type", "int8"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), tally::ErrorCode::kUnsupported);
+  EXPECT_EQ(config.status().message().rfind("--kv-type: ", 0), 0u) << config.status().message();
+}
+
+TEST(EngineFlags, HelpShowsEachFlagWithItsDefault) {
+  CLI::App app;
+  EngineFlags flags;
+  tally::engine_flags_add(app, flags);
+  const std::string help = app.help();
+  for (const char* name : {"--threads", "--max-batched-tokens", "--max-seqs", "--max-model-len",
+                           "--block-size", "--kv-type", "--kv-cache-memory", "--memory-budget",
+                           "--scheduler"}) {
+    EXPECT_NE(help.find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(help.find("TEXT=continuous"), std::string::npos) << help;
+  EXPECT_NE(help.find("TEXT=f32"), std::string::npos) << help;
+  EXPECT_NE(help.find("INT:POSITIVE=512"), std::string::npos) << help;
+}
+
+}  // namespace
