@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
+#include "base/huge_page_buffer.h"
 #include "base/status.h"
 #include "model/model_config.h"
 #include "tensor/dtype.h"
@@ -88,7 +89,7 @@ class KvCache {
 
   KvCacheShape shape_;
   int64_t element_bytes_ = 0;
-  std::vector<std::byte> data_;  // [n_layers][K, V][n_slots][n_kv_heads][head_dim] of dtype
+  HugePageBuffer data_;  // [n_layers][K, V][n_slots][n_kv_heads][head_dim] of dtype
 };
 
 }  // namespace tally

@@ -2,10 +2,7 @@
 // load time, and its inverse.
 #include "backend/cpu/matmul_repack.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -45,26 +42,10 @@ int64_t repacked_bytes(const WeightMatrix& w) {
   return groups * detail::kInterleave * dtype_row_bytes(w.type, w.n_in);
 }
 
-void RepackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
-
 namespace {
 
 int64_t n_groups(const WeightMatrix& w) {
   return (w.n_out + detail::kInterleave - 1) / detail::kInterleave;
-}
-
-constexpr size_t kHugePage = size_t{2} << 20;
-
-// Decode streams these bytes once per token: on 2 MiB pages (transparent huge pages, asked
-// for; a hint) the hardware prefetchers and the TLB are not stopped at every 4 KiB page.
-// The alignment slack of a large buffer is address space, never touched.
-uint8_t* allocate(int64_t bytes) {
-  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 64));
-  const size_t align = n >= kHugePage ? kHugePage : 64;
-  void* p = nullptr;
-  TALLY_CHECK(posix_memalign(&p, align, n) == 0, "repack: out of memory for {} bytes", bytes);
-  if (align == kHugePage) madvise(p, n, MADV_HUGEPAGE);
-  return static_cast<uint8_t*>(p);
 }
 
 }  // namespace
@@ -79,16 +60,17 @@ RepackedWeights::RepackedWeights(const WeightMatrix& w, ThreadPool& pool) {
 // Allocates (when g_begin == 0 and nothing is allocated yet) and interleaves groups
 // [g_begin, g_end); g_end < 0 means all of them.
 void RepackedWeights::fill(const WeightMatrix& w, int64_t g_begin, int64_t g_end) {
-  if (!data_) {
+  if (data_.data() == nullptr) {
     TALLY_CHECK(w.layout == WeightLayout::kRows && repack_supported(w.type),
                 "repack: needs a {} matrix in row layout", dtype_name(w.type));
     TALLY_CHECK(w.n_in % kQBlock == 0 && w.row_bytes >= dtype_row_bytes(w.type, w.n_in),
                 "repack: n_in={} row_bytes={} do not fit {}", w.n_in, w.row_bytes,
                 dtype_name(w.type));
     bytes_ = repacked_bytes(w);
-    data_.reset(allocate(bytes_));
+    // Decode streams these bytes once per token: on huge pages (base/huge_page_buffer.h).
+    data_ = HugePageBuffer(static_cast<size_t>(bytes_));
     view_ = w;
-    view_.data = data_.get();
+    view_.data = reinterpret_cast<const uint8_t*>(data_.data());
     view_.row_bytes = dtype_row_bytes(w.type, w.n_in);
     view_.layout = WeightLayout::kInterleaved8;
   }
@@ -101,7 +83,7 @@ void RepackedWeights::fill(const WeightMatrix& w, int64_t g_begin, int64_t g_end
       const int64_t o = g * detail::kInterleave + r;
       rows[r] = o < w.n_out ? w.data + o * w.row_bytes : nullptr;
     }
-    detail::interleave_group(qs, rows, nb, data_.get() + g * detail::kInterleave * view_.row_bytes);
+    detail::interleave_group(qs, rows, nb, reinterpret_cast<uint8_t*>(data_.data()) + g * detail::kInterleave * view_.row_bytes);
   }
 }
 

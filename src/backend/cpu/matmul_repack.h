@@ -11,9 +11,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "backend/cpu/matmul.h"
+#include "base/huge_page_buffer.h"
 #include "base/thread_pool.h"
 
 namespace tally::cpu {
@@ -44,11 +44,8 @@ class RepackedWeights {
   int64_t bytes() const { return bytes_; }
 
  private:
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
   void fill(const WeightMatrix& w, int64_t g_begin, int64_t g_end);
-  std::unique_ptr<uint8_t[], Free> data_;
+  HugePageBuffer data_;
   WeightMatrix view_;
   int64_t bytes_ = 0;
 };

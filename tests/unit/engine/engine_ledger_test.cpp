@@ -9,6 +9,7 @@
 extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
+#include "base/huge_page_buffer.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
 #include "plan/gguf_source.h"
@@ -19,14 +20,16 @@ namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-// Bytes of heap in use by the whole process (every malloc arena and mmapped chunk).
+// Bytes of memory the process allocated: every malloc arena and mmapped chunk, plus the
+// buffers tally maps itself (the KV cache, repacked weights: base/huge_page_buffer.h).
 int64_t heap_in_use() {
 #if defined(__SANITIZE_ADDRESS__)
-  return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+  const auto heap = static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
 #else
   const struct mallinfo2 mi = mallinfo2();
-  return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
+  const auto heap = static_cast<int64_t>(mi.uordblks + mi.hblkhd);
 #endif
+  return heap + tally::HugePageBuffer::bytes_in_use();
 }
 
 tally::plan::Plan plan_for(const tally::EngineConfig& c) {

@@ -1,0 +1,71 @@
+#include "base/huge_page_buffer.h"
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "base/check.h"
+
+namespace tally {
+
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr size_t kHugePage = size_t{2} << 20;
+std::atomic<int64_t> g_bytes_in_use{0};
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+HugePageBuffer::HugePageBuffer(size_t bytes)
+    : size_(bytes), mapped_(round_up(bytes > 0 ? bytes : 1, kPage)) {
+  const size_t align = mapped_ >= kHugePage ? kHugePage : kPage;
+  // Map the alignment's worth more, then give back the unaligned head and the tail.
+  const size_t span = mapped_ + align - kPage;
+  void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  TALLY_CHECK(p != MAP_FAILED, "out of memory for a buffer of {} bytes", bytes);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = round_up(begin, align);
+  if (aligned > begin) munmap(p, aligned - begin);
+  const size_t tail = span - (aligned - begin) - mapped_;
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + mapped_), tail);
+  data_ = reinterpret_cast<std::byte*>(aligned);
+  // Before the first touch, so the pages are faulted in as huge ones. Touched now (the
+  // mapping reads as zeros already) so that reads of never-written bytes cost what reads of
+  // real data do, and the memory is committed when the ledger says it is.
+  if (align == kHugePage) madvise(data_, mapped_, MADV_HUGEPAGE);
+  std::memset(data_, 0, mapped_);
+  g_bytes_in_use.fetch_add(static_cast<int64_t>(mapped_), std::memory_order_relaxed);
+}
+
+HugePageBuffer::~HugePageBuffer() { release(); }
+
+HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+HugePageBuffer& HugePageBuffer::operator=(HugePageBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
+
+void HugePageBuffer::release() {
+  if (data_ == nullptr) return;
+  munmap(data_, mapped_);
+  g_bytes_in_use.fetch_sub(static_cast<int64_t>(mapped_), std::memory_order_relaxed);
+  data_ = nullptr;
+  size_ = mapped_ = 0;
+}
+
+int64_t HugePageBuffer::bytes_in_use() { return g_bytes_in_use.load(std::memory_order_relaxed); }
+
+}  // namespace tally

@@ -1,0 +1,42 @@
+// Large, long-lived buffers that hot loops stream through (repacked weights, the KV cache):
+// mapped straight from the kernel, 2 MiB aligned with transparent huge pages asked for, so
+// neither the TLB nor the hardware prefetchers stop at every 4 KiB page. Under a VM's nested
+// paging a TLB miss costs hundreds of cycles, and decode attention touches a new page every
+// few positions of every layer. Huge pages are a hint: where they are off this is plain
+// memory. These bytes are not malloc's: bytes_in_use() counts them for the memory ledger's
+// checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tally {
+
+class HugePageBuffer {
+ public:
+  HugePageBuffer() = default;
+  // `bytes` zero bytes (at least 1), committed now (the pages are touched once). Buffers of
+  // 2 MiB and more start on a 2 MiB boundary, smaller ones on a page. Out of memory is fatal
+  // (TALLY_CHECK), as for any allocation: callers size these from a ledger checked beforehand.
+  explicit HugePageBuffer(size_t bytes);
+  ~HugePageBuffer();
+  HugePageBuffer(HugePageBuffer&& other) noexcept;
+  HugePageBuffer& operator=(HugePageBuffer&& other) noexcept;
+  HugePageBuffer(const HugePageBuffer&) = delete;  // megabytes: copying is never intended
+  HugePageBuffer& operator=(const HugePageBuffer&) = delete;
+
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+
+  // Bytes mapped by all live buffers of the process (whole pages).
+  static int64_t bytes_in_use();
+
+ private:
+  void release();
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  size_t mapped_ = 0;  // size_ rounded up to whole pages
+};
+
+}  // namespace tally
