@@ -22,6 +22,20 @@ struct ScalarKernels {
   static void axpy(float* y, float w, const typename E::T* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += w * E::to_f32(x[i]);
   }
+  // dots[g] = q[g] . k for the ng heads of q ([ng][n]).
+  template <class E>
+  static void scores(const float* q, int64_t ng, const typename E::T* k, int64_t n, float* dots) {
+    for (int64_t g = 0; g < ng; ++g) dots[g] = dot<E>(q + g * n, k, n);
+  }
+  // out[g] += w[g * w_stride + p] * v[p] for the chunk's positions p in order, where v[p] is
+  // the row at v_layer + offset[p].
+  template <class E>
+  static void weighted_sum(float* out, int64_t ng, const float* w, int64_t w_stride,
+                           const typename E::T* v_layer, const int64_t* offset, int64_t nc,
+                           int64_t n) {
+    for (int64_t p = 0; p < nc; ++p)
+      for (int64_t g = 0; g < ng; ++g) axpy<E>(out + g * n, w[g * w_stride + p], v_layer + offset[p], n);
+  }
   static void scale(float* y, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] *= a;
   }

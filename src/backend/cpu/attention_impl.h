@@ -1,6 +1,12 @@
 // The attention algorithm of attention.h, once, over a kernel set K that supplies the inner
-// loops (dot, axpy, scale, exp_inplace): scalar in attention.cpp, SIMD in attention_simd.h.
-// dot and axpy read K/V rows of a storage type E (KvF32, KvF16, KvBF16), widening as they load.
+// loops (scores, weighted_sum, scale, exp_inplace): scalar in attention.cpp, SIMD in
+// attention_simd.h. scores and weighted_sum read K/V rows of a storage type E (KvF32, KvF16,
+// KvBF16), widening as they load.
+//
+// Every path computes each score as one dot product (lanes of fma, then a fixed lane sum, then
+// the tail in index order) and each output element as one fma chain over the positions in
+// order; how a path groups heads and positions around that is its own affair (the SIMD path
+// loads each K/V vector once for all the heads of a group), so it cannot change the bits.
 // Internal linkage and builtins only, so ISA-specific instantiations cannot leak.
 #pragma once
 
@@ -45,6 +51,18 @@ void attention_softmax_update(float* s, int64_t nc, float& m, float& l, float* o
   for (int64_t p = 0; p < nc; ++p) l += s[p];
 }
 
+// Asks for the K or V rows of a chunk ahead of their use. A head's rows sit one slot apart
+// (n_kv_heads * head_dim values) in scattered blocks, so the hardware prefetchers do not see
+// them coming: without this a decode step waits out one memory latency per position.
+template <class T>
+void prefetch_rows(const T* layer, const int64_t* offset, int64_t nc, int64_t hd) {
+  const int64_t bytes = hd * static_cast<int64_t>(sizeof(T));
+  for (int64_t p = 0; p < nc; ++p) {
+    const char* row = reinterpret_cast<const char*>(layer + offset[p]);
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 3);
+  }
+}
+
 // Query heads [g0, g0 + ng) of KV head kvh for token t.
 template <class K, class E>
 void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
@@ -77,16 +95,18 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
       const int64_t slot = static_cast<int64_t>(table.ids[pos / bs]) * bs + pos % bs;
       offset[p] = slot * slot_stride + kvh * hd;
     }
+    prefetch_rows(k_layer, offset, nc, hd);  // V's rows arrive while the scores are computed
+    prefetch_rows(v_layer, offset, nc, hd);
     for (int64_t p = 0; p < nc; ++p) {
-      const T* k = k_layer + offset[p];
-      for (int64_t g = 0; g < ng; ++g) s[g][p] = K::template dot<E>(q + g * hd, k, hd) / divisor;
+      float dots[kAttentionGroup];
+      K::template scores<E>(q, ng, k_layer + offset[p], hd, dots);
+      for (int64_t g = 0; g < ng; ++g) s[g][p] = dots[g];
     }
+    for (int64_t g = 0; g < ng; ++g)  // a separate pass: the compiler turns it into vector divides
+      for (int64_t p = 0; p < nc; ++p) s[g][p] /= divisor;
     for (int64_t g = 0; g < ng; ++g)
       attention_softmax_update<K>(s[g], nc, m[g], l[g], out + g * hd, hd);
-    for (int64_t p = 0; p < nc; ++p) {
-      const T* v = v_layer + offset[p];
-      for (int64_t g = 0; g < ng; ++g) K::template axpy<E>(out + g * hd, s[g][p], v, hd);
-    }
+    K::template weighted_sum<E>(out, ng, &s[0][0], kAttentionChunk, v_layer, offset, nc, hd);
   }
   for (int64_t g = 0; g < ng; ++g) K::scale(out + g * hd, 1.0f / l[g], hd);
 }

@@ -28,28 +28,78 @@ struct SimdKernels {
       return S::load(p);
     }
   }
-  // simd_dot's order (lanes with FMA, fixed-order lane sum, tail in index order) for any E.
-  template <class E>
-  static float dot(const float* a, const typename E::T* b, int64_t n) {
-    int64_t i = 0;
-    float sum = 0.0f;
-    if (n >= kW) {
-      V acc = S::zero();
-      for (; i + kW <= n; i += kW) acc = S::fmadd(S::load(a + i), load_kv<E>(b + i), acc);
-      sum = S::hsum(acc);
+  // dots[g] = q[g] . k for g < ng in simd_dot's order (lanes with FMA, fixed-order lane sum,
+  // tail in index order), for any E. Each K vector is loaded (and widened) once for all the
+  // heads, and the heads' NG fma chains run side by side.
+  template <class E, int NG>
+  static void scores_n(const float* q, const typename E::T* k, int64_t n, float* dots) {
+    const int64_t nv = n >= kW ? n - n % kW : 0;
+    V acc[NG];
+    for (int g = 0; g < NG; ++g) acc[g] = S::zero();
+    for (int64_t i = 0; i < nv; i += kW) {
+      const V kv = load_kv<E>(k + i);
+      for (int g = 0; g < NG; ++g) acc[g] = S::fmadd(S::load(q + g * n + i), kv, acc[g]);
     }
-    // Tails fuse explicitly (what contraction made of the f32 code anyway), so the bits cannot
-    // depend on whether the compiler contracts the widened form too.
-    for (; i < n; ++i) sum = __builtin_fmaf(a[i], E::to_f32(b[i]), sum);
-    return sum;
+    for (int g = 0; g < NG; ++g) {
+      float sum = nv > 0 ? S::hsum(acc[g]) : 0.0f;
+      for (int64_t i = nv; i < n; ++i) sum = __builtin_fmaf(q[g * n + i], E::to_f32(k[i]), sum);
+      dots[g] = sum;
+    }
   }
   template <class E>
-  static void axpy(float* y, float w, const typename E::T* x, int64_t n) {
-    const V vw = S::set1(w);
-    int64_t i = 0;
-    for (; i + kW <= n; i += kW) S::store(y + i, S::fmadd(vw, load_kv<E>(x + i), S::load(y + i)));
-    for (; i < n; ++i) y[i] = __builtin_fmaf(w, E::to_f32(x[i]), y[i]);
+  static void scores(const float* q, int64_t ng, const typename E::T* k, int64_t n, float* dots) {
+    static_assert(kAttentionGroup == 8, "one case per group size below");
+    switch (ng) {
+      case 8: return scores_n<E, 8>(q, k, n, dots);
+      case 7: return scores_n<E, 7>(q, k, n, dots);
+      case 6: return scores_n<E, 6>(q, k, n, dots);
+      case 5: return scores_n<E, 5>(q, k, n, dots);
+      case 4: return scores_n<E, 4>(q, k, n, dots);
+      case 3: return scores_n<E, 3>(q, k, n, dots);
+      case 2: return scores_n<E, 2>(q, k, n, dots);
+      default: return scores_n<E, 1>(q, k, n, dots);
+    }
   }
+
+  // out[g] = fma(w[g * w_stride + p], v_p, out[g]) for the chunk's positions p in order, every
+  // element one fma chain: one output vector of each head stays in a register across the
+  // chunk, and each V vector is loaded (and widened) once for all the heads.
+  template <class E, int NG>
+  static void weighted_sum_n(float* out, const float* w, int64_t w_stride,
+                             const typename E::T* v_layer, const int64_t* offset, int64_t nc,
+                             int64_t n) {
+    int64_t i = 0;
+    for (; i + kW <= n; i += kW) {
+      V acc[NG];
+      for (int g = 0; g < NG; ++g) acc[g] = S::load(out + g * n + i);
+      for (int64_t p = 0; p < nc; ++p) {
+        const V vv = load_kv<E>(v_layer + offset[p] + i);
+        for (int g = 0; g < NG; ++g) acc[g] = S::fmadd(S::set1(w[g * w_stride + p]), vv, acc[g]);
+      }
+      for (int g = 0; g < NG; ++g) S::store(out + g * n + i, acc[g]);
+    }
+    for (; i < n; ++i)
+      for (int64_t p = 0; p < nc; ++p)
+        for (int g = 0; g < NG; ++g)
+          out[g * n + i] = __builtin_fmaf(w[g * w_stride + p], E::to_f32(v_layer[offset[p] + i]),
+                                          out[g * n + i]);
+  }
+  template <class E>
+  static void weighted_sum(float* out, int64_t ng, const float* w, int64_t w_stride,
+                           const typename E::T* v_layer, const int64_t* offset, int64_t nc,
+                           int64_t n) {
+    switch (ng) {
+      case 8: return weighted_sum_n<E, 8>(out, w, w_stride, v_layer, offset, nc, n);
+      case 7: return weighted_sum_n<E, 7>(out, w, w_stride, v_layer, offset, nc, n);
+      case 6: return weighted_sum_n<E, 6>(out, w, w_stride, v_layer, offset, nc, n);
+      case 5: return weighted_sum_n<E, 5>(out, w, w_stride, v_layer, offset, nc, n);
+      case 4: return weighted_sum_n<E, 4>(out, w, w_stride, v_layer, offset, nc, n);
+      case 3: return weighted_sum_n<E, 3>(out, w, w_stride, v_layer, offset, nc, n);
+      case 2: return weighted_sum_n<E, 2>(out, w, w_stride, v_layer, offset, nc, n);
+      default: return weighted_sum_n<E, 1>(out, w, w_stride, v_layer, offset, nc, n);
+    }
+  }
+
   static void scale(float* y, float a, int64_t n) {
     const typename S::V va = S::set1(a);
     int64_t i = 0;
