@@ -242,11 +242,6 @@ double decode_compute_ceiling_tok_s(const ModelCost& c, const std::vector<Kernel
   return s > 0 ? 1.0 / s : 0;
 }
 
-double ModelBenchResult::ceiling_bandwidth_gbs() const {
-  return options.ceiling == CeilingBandwidth::kRead ? bandwidth.read_gbs.median
-                                                    : bandwidth.triad_gbs.median;
-}
-
 Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
                                          const ModelBenchOptions& o,
                                          const std::function<void(const std::string&)>& progress) {
@@ -299,11 +294,15 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
     BenchRow row;
     row.kind = BenchKind::kDecode;
     row.n = b;
+    const BandwidthResult before = measure_memory_bandwidth(pool, bw);
+    row.bandwidth_gbs = o.ceiling == CeilingBandwidth::kRead ? before.read_gbs.median
+                                                             : before.triad_gbs.median;
+    say(fmt::format("bandwidth before decode {}: {:.1f} GB/s", b, row.bandwidth_gbs));
     TALLY_ASSIGN_OR_RETURN(row.tok_s, time_decode(model, pool, o, b, buf));
     row.bytes_per_step = decode_bytes_per_step(r.cost, b, o.kv_len);
     row.flops_per_token = r.cost.layer_flops + r.cost.output_flops;
     row.memory_ceiling_tok_s =
-        static_cast<double>(b) * r.ceiling_bandwidth_gbs() * 1e9 / row.bytes_per_step;
+        static_cast<double>(b) * row.bandwidth_gbs * 1e9 / row.bytes_per_step;
     row.compute_ceiling_tok_s = decode_compute_ceiling_tok_s(r.cost, r.peaks);
     row.ceiling_tok_s = row.compute_ceiling_tok_s > 0
                             ? std::min(row.memory_ceiling_tok_s, row.compute_ceiling_tok_s)

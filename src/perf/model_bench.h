@@ -11,7 +11,8 @@
 //
 // Ceilings (each an upper bound: what is not counted only slows the real thing down):
 //   decode      memory: bandwidth / bytes read per step (every weight matrix once, the KV of
-//               B x (kv_len + 1) positions, B embedding rows): B x bandwidth / bytes;
+//               B x (kv_len + 1) positions, B embedding rows): B x bandwidth / bytes, with
+//               the bandwidth measured again just before each decode test;
 //               compute: the matmul kernel's peak rate per weight type (perf/kernel_peak.h)
 //               over the matmul FLOPs of a token (layers and output matrix). The ceiling is
 //               the lower of the two: memory at small B, compute at large B.
@@ -95,6 +96,10 @@ struct BenchRow {
   double memory_ceiling_tok_s = 0;  // decode only
   double compute_ceiling_tok_s = 0;
   double bytes_per_step = 0;   // decode: what the memory ceiling divides
+  // Decode: the ceiling bandwidth (GB/s), measured again just before this row. On a shared
+  // machine the bandwidth drifts within minutes; a ceiling taken seconds before its test
+  // compares like with like.
+  double bandwidth_gbs = 0;
   double flops_per_token = 0;  // matmul FLOPs per token
   bool memory_bound() const {
     return memory_ceiling_tok_s > 0 && memory_ceiling_tok_s <= compute_ceiling_tok_s;
@@ -111,7 +116,6 @@ struct ModelBenchResult {
   BandwidthResult bandwidth;
   std::vector<KernelPeak> peaks;         // one per matrix type of the model
   std::vector<BenchRow> rows;            // prefill rows (in prompt order), then decode rows
-  double ceiling_bandwidth_gbs() const;  // the bandwidth the decode ceilings use
 };
 
 // Runs everything; `progress` (optional) hears one line per finished measurement.

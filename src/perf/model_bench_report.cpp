@@ -38,12 +38,12 @@ std::string gflop(double flops) {
 }
 
 // Which ceiling binds, and its arithmetic; decode also names the other one.
-std::string row_basis(const ModelBenchResult& r, const BenchRow& row) {
+std::string row_basis(const BenchRow& row) {
   const std::string compute =
       fmt::format("compute: {}/token at the kernel peaks", gflop(row.flops_per_token));
   if (row.kind == BenchKind::kPrefill) return compute;
   const std::string memory = fmt::format("memory: {:.1f} MB/step at {:.1f} GB/s",
-                                         row.bytes_per_step / 1e6, r.ceiling_bandwidth_gbs());
+                                         row.bytes_per_step / 1e6, row.bandwidth_gbs);
   if (row.memory_bound() || row.compute_ceiling_tok_s <= 0)
     return row.compute_ceiling_tok_s > 0
                ? fmt::format("{} (compute {:.1f})", memory, row.compute_ceiling_tok_s)
@@ -90,7 +90,7 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
                                 ? fmt::format("{:.2f}", row.tok_s.median / b1)
                                 : "";
     out += fmt::format("{:<13} {:>9.2f} {:>17} {:>9.2f} {:>8} {:>7}  {}\n", name, row.tok_s.median,
-                       range(row.tok_s, 2), row.ceiling_tok_s, pct, vs1, row_basis(r, row));
+                       range(row.tok_s, 2), row.ceiling_tok_s, pct, vs1, row_basis(row));
   }
   return out;
 }
@@ -144,6 +144,7 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
     if (row.kind == BenchKind::kDecode) {
       t["memory_ceiling_tok_s"] = row.memory_ceiling_tok_s;
       t["bytes_per_step"] = row.bytes_per_step;
+      t["bandwidth_gbs"] = row.bandwidth_gbs;
       t["bound"] = row.memory_bound() ? "memory" : "compute";
       if (b1 > 0) t["vs_batch1"] = row.tok_s.median / b1;
     }
