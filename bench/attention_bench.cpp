@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -17,7 +18,13 @@
 namespace tally::cpu {
 namespace {
 
-constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 16, kLayers = 22;
+constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlock = 16;
+// TALLY_BENCH_LAYERS=1 keeps one layer's K/V in the caches: then the figure is the kernel's
+// arithmetic rather than memory.
+const int64_t kLayers = [] {
+  const char* layers = std::getenv("TALLY_BENCH_LAYERS");
+  return layers ? std::max<int64_t>(1, std::atoll(layers)) : int64_t{22};
+}();
 
 void bm_attention(benchmark::State& state, DType type) {
   const int threads = static_cast<int>(state.range(0));

@@ -51,17 +51,19 @@ void attention_softmax_update(float* s, int64_t nc, float& m, float& l, float* o
   for (int64_t p = 0; p < nc; ++p) l += s[p];
 }
 
-// Asks for the K or V rows of a chunk ahead of their use. A head's rows sit one slot apart
-// (n_kv_heads * head_dim values) in scattered blocks, so the hardware prefetchers do not see
-// them coming: without this a decode step waits out one memory latency per position.
+// Asks for one K or V row ahead of its use. A head's rows sit one slot apart (n_kv_heads *
+// head_dim values) in scattered blocks, so the hardware prefetchers do not see them coming:
+// without this attention waits out one memory latency per position.
 template <class T>
-void prefetch_rows(const T* layer, const int64_t* offset, int64_t nc, int64_t hd) {
-  const int64_t bytes = hd * static_cast<int64_t>(sizeof(T));
-  for (int64_t p = 0; p < nc; ++p) {
-    const char* row = reinterpret_cast<const char*>(layer + offset[p]);
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 3);
-  }
+void prefetch_row(const T* row, int64_t hd) {
+  const char* bytes = reinterpret_cast<const char*>(row);
+  for (int64_t b = 0; b < hd * static_cast<int64_t>(sizeof(T)); b += 64)
+    __builtin_prefetch(bytes + b, 0, 3);
 }
+
+// How many positions ahead of the scores the K rows are asked for: enough rows in flight to
+// cover a memory latency, few enough for the core's miss buffers.
+inline constexpr int64_t kAttentionPrefetchAhead = 8;
 
 // Query heads [g0, g0 + ng) of KV head kvh for token t.
 template <class K, class E>
@@ -95,9 +97,10 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
       const int64_t slot = static_cast<int64_t>(table.ids[pos / bs]) * bs + pos % bs;
       offset[p] = slot * slot_stride + kvh * hd;
     }
-    prefetch_rows(k_layer, offset, nc, hd);  // V's rows arrive while the scores are computed
-    prefetch_rows(v_layer, offset, nc, hd);
+    for (int64_t p = 0; p < nc && p < kAttentionPrefetchAhead; ++p) prefetch_row(k_layer + offset[p], hd);
     for (int64_t p = 0; p < nc; ++p) {
+      if (p + kAttentionPrefetchAhead < nc) prefetch_row(k_layer + offset[p + kAttentionPrefetchAhead], hd);
+      prefetch_row(v_layer + offset[p], hd);  // used after the chunk's scores: by then in cache
       float dots[kAttentionGroup];
       K::template scores<E>(q, ng, k_layer + offset[p], hd, dots);
       for (int64_t g = 0; g < ng; ++g) s[g][p] = dots[g];
