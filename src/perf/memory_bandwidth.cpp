@@ -68,29 +68,12 @@ std::vector<double> time_gbs(int warmup, int reps, size_t bytes, Fn&& run) {
   return gbs;
 }
 
-struct alignas(64) PaddedSum {
-  float value = 0.0f;
-};
-
-Stats measure_read(ThreadPool& pool, const Kernels& k, const BandwidthOptions& o, size_t& counted) {
-  const int parts = pool.n_threads();
-  const size_t n = std::max<size_t>(o.bytes / sizeof(float), 1);
-  FloatBuffer x = allocate_floats(n);
-  pool.run(parts, [&](int64_t t, int) {
-    const auto [b, e] = range_of(n, parts, t);
-    std::fill(x.get() + b, x.get() + e, 1.0f);  // first touch by the thread that reads it
-  });
-  std::vector<PaddedSum> sums(static_cast<size_t>(parts));  // keeps the reads observable
-  counted = n * sizeof(float);
-  const auto gbs = time_gbs(o.warmup, o.repetitions, counted, [&] {
-    pool.run(parts, [&](int64_t t, int) {
-      const auto [b, e] = range_of(n, parts, t);
-      sums[static_cast<size_t>(t)].value += k.read(x.get() + b, e - b);
-    });
-  });
-  float total = 0.0f;
-  for (const PaddedSum& s : sums) total += s.value;
-  TALLY_CHECK(total > 0.0f, "read kernel summed {} over {} ones", total, n);
+Stats measure_read(ThreadPool& pool, const BandwidthOptions& o, size_t& counted) {
+  ReadBandwidthProbe probe(pool, o.bytes);
+  counted = probe.bytes();
+  for (int i = 0; i < o.warmup; ++i) probe.sample_gbs();
+  std::vector<double> gbs;
+  for (int i = 0; i < o.repetitions; ++i) gbs.push_back(probe.sample_gbs());
   return stats_of(gbs);
 }
 
@@ -123,7 +106,7 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, const BandwidthOption
   r.isa = cpu_isa_level();
   r.n_threads = pool.n_threads();
   const Kernels k = kernels_for(r.isa);
-  r.read_gbs = measure_read(pool, k, o, r.read_bytes);
+  r.read_gbs = measure_read(pool, o, r.read_bytes);
   r.triad_gbs = measure_triad(pool, k, o, r.triad_bytes);
   return r;
 }
@@ -131,9 +114,36 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, const BandwidthOption
 double measure_read_bandwidth(ThreadPool& pool, size_t bytes) {
   BandwidthOptions o;
   o.bytes = bytes;
-  const Kernels k = kernels_for(cpu_isa_level());
   size_t counted = 0;
-  return measure_read(pool, k, o, counted).median;
+  return measure_read(pool, o, counted).median;
+}
+
+ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t bytes)
+    : pool_(pool),
+      read_(kernels_for(cpu_isa_level()).read),
+      n_(std::max<size_t>(bytes / sizeof(float), 1)),
+      sums_(static_cast<size_t>(pool.n_threads())) {
+  x_ = allocate_floats(n_).release();
+  const int parts = pool_.n_threads();
+  pool_.run(parts, [&](int64_t t, int) {
+    const auto [b, e] = range_of(n_, parts, t);
+    std::fill(x_ + b, x_ + e, 1.0f);  // first touch by the thread that reads it
+  });
+}
+
+ReadBandwidthProbe::~ReadBandwidthProbe() { FloatBuffer{}.get_deleter()(x_); }
+
+double ReadBandwidthProbe::sample_gbs() {
+  const int parts = pool_.n_threads();
+  const auto t0 = std::chrono::steady_clock::now();
+  pool_.run(parts, [&](int64_t t, int) {
+    const auto [b, e] = range_of(n_, parts, t);
+    sums_[static_cast<size_t>(t)].value += read_(x_ + b, e - b);
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Every pass sums ones: a kernel that skipped its reads would show here.
+  TALLY_CHECK(sums_[0].value > 0.0f, "read kernel summed {} over ones", sums_[0].value);
+  return static_cast<double>(bytes()) / std::max(s, 1e-9) / 1e9;
 }
 
 }  // namespace tally::perf

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
@@ -44,5 +45,30 @@ BandwidthResult measure_memory_bandwidth(ThreadPool& pool, const BandwidthOption
 
 // Median read bandwidth in GB/s (measure_memory_bandwidth's read kernel alone).
 double measure_read_bandwidth(ThreadPool& pool, size_t bytes = kDefaultBandwidthBytes);
+
+// The read kernel's array, kept between samples: a benchmark takes one sample just before
+// each of its own timed repetitions, so each figure is paired with the bandwidth of the
+// same moment (on a shared machine it drifts by a third within minutes).
+// Thread rules: as measure_memory_bandwidth; the pool must outlive the probe.
+class ReadBandwidthProbe {
+ public:
+  ReadBandwidthProbe(ThreadPool& pool, size_t bytes = kDefaultBandwidthBytes);
+  ~ReadBandwidthProbe();
+  ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
+  ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
+
+  double sample_gbs();  // one timed pass over the array, split over the pool's threads
+  size_t bytes() const { return n_ * sizeof(float); }
+
+ private:
+  struct alignas(64) PaddedSum {
+    float value = 0.0f;
+  };
+  ThreadPool& pool_;
+  float (*read_)(const float*, size_t);
+  float* x_ = nullptr;  // [n_], 2 MiB aligned
+  size_t n_ = 0;
+  std::vector<PaddedSum> sums_;  // one per thread: keeps the reads observable
+};
 
 }  // namespace tally::perf

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 
@@ -79,17 +80,20 @@ struct BenchBuffers {
   std::vector<float> logits;  // [max batch][n_vocab]
 };
 
-// Times warmup + repetitions calls of step(); returns tokens/s of each timed one.
-template <typename Step>
-Result<Stats> time_steps(const ModelBenchOptions& o, int64_t tokens_per_step, Step&& step) {
+// Times warmup + repetitions calls of step(), each after an untimed before(timed); returns
+// tokens/s of each timed one.
+template <typename Step, typename Before>
+Result<std::vector<double>> time_steps(const ModelBenchOptions& o, int64_t tokens_per_step,
+                                       Step&& step, Before&& before) {
   std::vector<double> tok_s;
   for (int i = 0; i < o.warmup + o.repetitions; ++i) {
+    before(i >= o.warmup);
     const auto t0 = Clock::now();
     TALLY_RETURN_IF_ERROR(step());
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (i >= o.warmup) tok_s.push_back(static_cast<double>(tokens_per_step) / std::max(s, 1e-9));
   }
-  return stats_of(tok_s);
+  return tok_s;
 }
 
 Result<Stats> time_prefill(const Model& model, ThreadPool& pool, const ModelBenchOptions& o,
@@ -99,7 +103,7 @@ Result<Stats> time_prefill(const Model& model, ThreadPool& pool, const ModelBenc
   std::vector<int32_t> positions(static_cast<size_t>(n_prompt));
   std::iota(positions.begin(), positions.end(), 0);
   const std::vector<int32_t> seq_index(static_cast<size_t>(std::min(n_prompt, o.ubatch)), 0);
-  return time_steps(o, n_prompt, [&]() -> Status {
+  TALLY_ASSIGN_OR_RETURN(std::vector<double> tok_s, time_steps(o, n_prompt, [&]() -> Status {
     for (int64_t start = 0; start < n_prompt; start += o.ubatch) {
       const size_t n = static_cast<size_t>(std::min(o.ubatch, n_prompt - start));
       const bool last = start + o.ubatch >= n_prompt;
@@ -113,11 +117,18 @@ Result<Stats> time_prefill(const Model& model, ThreadPool& pool, const ModelBenc
       TALLY_RETURN_IF_ERROR(model.forward(b, kv.kv, buf.scratch, pool, buf.logits.data()));
     }
     return Status::ok_status();
-  });
+  }, [](bool) {}));
+  return stats_of(tok_s);
 }
 
-Result<Stats> time_decode(const Model& model, ThreadPool& pool, const ModelBenchOptions& o,
-                          int64_t n_seqs, BenchBuffers& buf) {
+// Tokens/s of each timed step and, with a probe, the read bandwidth sampled just before it.
+struct DecodeSamples {
+  std::vector<double> tok_s;
+  std::vector<double> bandwidth_gbs;
+};
+
+Result<DecodeSamples> time_decode(const Model& model, ThreadPool& pool, const ModelBenchOptions& o,
+                                  int64_t n_seqs, BenchBuffers& buf, ReadBandwidthProbe* probe) {
   TALLY_ASSIGN_OR_RETURN(BenchKv kv, make_kv(model, o, n_seqs, o.kv_len + 1));
   const std::vector<int32_t> tokens = random_tokens(n_seqs, model.config().n_vocab, o.seed + 1);
   const std::vector<int32_t> positions(static_cast<size_t>(n_seqs), static_cast<int32_t>(o.kv_len));
@@ -130,8 +141,23 @@ Result<Stats> time_decode(const Model& model, ThreadPool& pool, const ModelBench
   b.seq_index = rows;
   b.seqs = kv.seqs;
   b.logit_rows = rows;
-  return time_steps(o, n_seqs,
-                    [&] { return model.forward(b, kv.kv, buf.scratch, pool, buf.logits.data()); });
+  DecodeSamples d;
+  TALLY_ASSIGN_OR_RETURN(
+      d.tok_s,
+      time_steps(
+          o, n_seqs, [&] { return model.forward(b, kv.kv, buf.scratch, pool, buf.logits.data()); },
+          [&](bool timed) {
+            if (probe == nullptr) return;
+            const double gbs = probe->sample_gbs();
+            if (timed) d.bandwidth_gbs.push_back(gbs);
+          }));
+  return d;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::vector<DType> matrix_types(const ModelCost& cost) {
@@ -287,19 +313,28 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
     row.flops_per_token = r.cost.layer_flops + r.cost.output_flops / static_cast<double>(p);
     row.compute_ceiling_tok_s = prefill_ceiling_tok_s(r.cost, p, r.peaks);
     row.ceiling_tok_s = row.compute_ceiling_tok_s;
+    row.fraction = row.ceiling_tok_s > 0 ? row.tok_s.median / row.ceiling_tok_s : 0;
     say(fmt::format("prefill {}: {}", p, stats_line(row.tok_s, "tok/s")));
     r.rows.push_back(row);
   }
+  std::unique_ptr<ReadBandwidthProbe> probe;
+  if (o.ceiling == CeilingBandwidth::kRead && !o.batch_sizes.empty())
+    probe = std::make_unique<ReadBandwidthProbe>(pool, o.bandwidth_bytes);
   for (int64_t b : o.batch_sizes) {
     BenchRow row;
     row.kind = BenchKind::kDecode;
     row.n = b;
-    const BandwidthResult before = measure_memory_bandwidth(pool, bw);
-    row.bandwidth_gbs = o.ceiling == CeilingBandwidth::kRead ? before.read_gbs.median
-                                                             : before.triad_gbs.median;
-    say(fmt::format("bandwidth before decode {}: {:.1f} GB/s", b, row.bandwidth_gbs));
-    TALLY_ASSIGN_OR_RETURN(row.tok_s, time_decode(model, pool, o, b, buf));
     row.bytes_per_step = decode_bytes_per_step(r.cost, b, o.kv_len);
+    TALLY_ASSIGN_OR_RETURN(DecodeSamples d, time_decode(model, pool, o, b, buf, probe.get()));
+    row.tok_s = stats_of(d.tok_s);
+    // Each step against the bandwidth of its own moment; --ceiling triad has no per-step
+    // kernel, so it takes a triad figure measured just before the row.
+    std::vector<double> memory_fraction;
+    for (size_t i = 0; i < d.bandwidth_gbs.size(); ++i)
+      memory_fraction.push_back(d.tok_s[i] * row.bytes_per_step /
+                                (static_cast<double>(b) * d.bandwidth_gbs[i] * 1e9));
+    row.bandwidth_gbs = probe ? median_of(d.bandwidth_gbs)
+                              : measure_memory_bandwidth(pool, bw).triad_gbs.median;
     row.flops_per_token = r.cost.layer_flops + r.cost.output_flops;
     row.memory_ceiling_tok_s =
         static_cast<double>(b) * row.bandwidth_gbs * 1e9 / row.bytes_per_step;
@@ -307,7 +342,11 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
     row.ceiling_tok_s = row.compute_ceiling_tok_s > 0
                             ? std::min(row.memory_ceiling_tok_s, row.compute_ceiling_tok_s)
                             : row.memory_ceiling_tok_s;
-    say(fmt::format("decode {}: {}", b, stats_line(row.tok_s, "tok/s")));
+    row.fraction = row.memory_bound() && !memory_fraction.empty()
+                       ? median_of(memory_fraction)
+                       : row.tok_s.median / row.ceiling_tok_s;
+    say(fmt::format("decode {}: {} at {:.1f} GB/s", b, stats_line(row.tok_s, "tok/s"),
+                    row.bandwidth_gbs));
     r.rows.push_back(row);
   }
   r.load_after = load_average();

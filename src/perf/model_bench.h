@@ -12,7 +12,7 @@
 // Ceilings (each an upper bound: what is not counted only slows the real thing down):
 //   decode      memory: bandwidth / bytes read per step (every weight matrix once, the KV of
 //               B x (kv_len + 1) positions, B embedding rows): B x bandwidth / bytes, with
-//               the bandwidth measured again just before each decode test;
+//               a read-bandwidth pass just before each timed step (paired with it);
 //               compute: the matmul kernel's peak rate per weight type (perf/kernel_peak.h)
 //               over the matmul FLOPs of a token (layers and output matrix). The ceiling is
 //               the lower of the two: memory at small B, compute at large B.
@@ -96,10 +96,14 @@ struct BenchRow {
   double memory_ceiling_tok_s = 0;  // decode only
   double compute_ceiling_tok_s = 0;
   double bytes_per_step = 0;   // decode: what the memory ceiling divides
-  // Decode: the ceiling bandwidth (GB/s), measured again just before this row. On a shared
-  // machine the bandwidth drifts within minutes; a ceiling taken seconds before its test
-  // compares like with like.
+  // Decode: the ceiling bandwidth (GB/s) of this row: with --ceiling read, the median of a
+  // read pass taken just before each timed step (on a shared machine the bandwidth drifts by
+  // a third within minutes); with triad, a triad measurement just before the row.
   double bandwidth_gbs = 0;
+  // tok/s as a fraction of the ceiling: for a memory-bound decode row with read samples, the
+  // median over steps of each step's tok/s against its own sample's ceiling; otherwise the
+  // median tok/s over the ceiling.
+  double fraction = 0;
   double flops_per_token = 0;  // matmul FLOPs per token
   bool memory_bound() const {
     return memory_ceiling_tok_s > 0 && memory_ceiling_tok_s <= compute_ceiling_tok_s;

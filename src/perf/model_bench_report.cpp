@@ -83,9 +83,7 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
   const double b1 = batch1_tok_s(r);
   for (const BenchRow& row : r.rows) {
     const std::string name = fmt::format("{} {}", kind_name(row.kind), row.n);
-    const std::string pct = row.ceiling_tok_s > 0
-                                ? fmt::format("{:.1f}%", 100 * row.tok_s.median / row.ceiling_tok_s)
-                                : "-";
+    const std::string pct = row.ceiling_tok_s > 0 ? fmt::format("{:.1f}%", 100 * row.fraction) : "-";
     const std::string vs1 = row.kind == BenchKind::kDecode && b1 > 0
                                 ? fmt::format("{:.2f}", row.tok_s.median / b1)
                                 : "";
@@ -139,8 +137,7 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
                         {"ceiling_tok_s", row.ceiling_tok_s},
                         {"compute_ceiling_tok_s", row.compute_ceiling_tok_s},
                         {"flops_per_token", row.flops_per_token},
-                        {"fraction_of_ceiling",
-                         row.ceiling_tok_s > 0 ? row.tok_s.median / row.ceiling_tok_s : 0.0}};
+                        {"fraction_of_ceiling", row.fraction}};
     if (row.kind == BenchKind::kDecode) {
       t["memory_ceiling_tok_s"] = row.memory_ceiling_tok_s;
       t["bytes_per_step"] = row.bytes_per_step;
