@@ -30,7 +30,12 @@ struct Avx2Dot {
   static __m256i q4_step(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s));
   }
-  static __m256i q4_finish(__m256i acc) { return _mm256_madd_epi16(acc, _mm256_set1_epi16(1)); }
+  // Pairs of int16 lanes summed into int32 with shifts, not vpmaddwd: the multiply ports
+  // already carry the block's 8 vpmaddubsw, and the shift ports are idle.
+  static __m256i q4_finish(__m256i acc) {
+    return _mm256_add_epi32(_mm256_srai_epi32(_mm256_slli_epi32(acc, 16), 16),
+                            _mm256_srai_epi32(acc, 16));
+  }
   // Interleaved Q8_0: pairs reach 2 * 128 * 127, so each step widens to int32 at once.
   static __m256i q8_step(__m256i acc, __m256i u, __m256i s) {
     return _mm256_add_epi32(acc, dot(u, s));
