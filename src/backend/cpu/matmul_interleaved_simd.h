@@ -82,10 +82,11 @@ struct Q4_0x8 {
 };
 
 // One token against two groups (16 rows) at once: decode's matvec. Each block's activation
-// broadcasts, scale and offset serve both groups and the loop's bookkeeping is shared, so a
-// block of a group costs ~48 instructions instead of ~60: at one token the kernel is bound by
-// how fast the core issues them, and every cycle saved lets the memory stream run ahead. Each
-// (row, token) keeps the canonical chain, bit for bit.
+// broadcasts, scale and offset serve both groups and the loop's bookkeeping is shared: ~52
+// instructions a group-block instead of ~60. At one token the core's issue rate and its two
+// integer-multiply ports bound the kernel (hence also Avx2Dot::q4_finish's shifts), and every
+// cycle saved lets the memory stream run further ahead. Each (row, token) keeps the canonical
+// chain, bit for bit.
 template <class Isa>
 [[gnu::always_inline]] static inline void q4_0_pair_one_token(const uint8_t* g0, const uint8_t* g1,
                                                               int64_t nb, const TokenRows<1>& x,
