@@ -24,6 +24,20 @@ namespace tally::cpu::detail::simd {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
+// The two int32 sums of a's lanes and b's lanes (exact: integer adds in any order).
+[[gnu::always_inline]] static inline void hsum2_i32(__m256i a, __m256i b, int32_t* sum_a,
+                                                    int32_t* sum_b) {
+  const __m256i h = _mm256_hadd_epi32(a, b);  // a0+a1 a2+a3 b0+b1 b2+b3 | a4+a5 a6+a7 b4+b5 b6+b7
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));  // a a b b
+  *sum_a = _mm_cvtsi128_si32(s);
+  *sum_b = _mm_extract_epi32(s, 2);
+}
+
+// A weight block's f16 scale with F16C: the bits of tensor/half.h's f16_to_f32 (NaNs come out
+// quiet in both), without its branches.
+[[gnu::always_inline]] static inline float f16c_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+
 [[gnu::always_inline]] static inline int32_t hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
@@ -122,12 +136,12 @@ struct Q4KKernel {
           acc[t] = _mm256_add_epi32(acc[t], Isa::dot_scaled(hi, load_i8x32(xt + 32), sc_hi));
         }
       }
-      const float w_d = f16_to_f32(blk.d), w_dmin = f16_to_f32(blk.dmin);
+      const float w_d = f16c_to_f32(blk.d), w_dmin = f16c_to_f32(blk.dmin);
       for (int t = 0; t < T; ++t) {
         const __m256i sums = load_i8x32(x.sums[t] + b * (kQKBlock / kActSumGroup));  // 16 x i16
-        const int32_t min_dot = hsum_i32(_mm256_madd_epi16(sums, mins));
-        lanes[t][b % 8] =
-            q4k_lane_update(lanes[t][b % 8], w_d, w_dmin, x.d[t][b], hsum_i32(acc[t]), min_dot);
+        int32_t dot = 0, min_dot = 0;
+        hsum2_i32(acc[t], _mm256_madd_epi16(sums, mins), &dot, &min_dot);
+        lanes[t][b % 8] = q4k_lane_update(lanes[t][b % 8], w_d, w_dmin, x.d[t][b], dot, min_dot);
       }
     }
     for (int t = 0; t < T; ++t) out[t] = lanes8_reduce(lanes[t]);
@@ -177,12 +191,13 @@ struct Q6KKernel {
                 _mm256_add_epi32(acc[t], Isa::dot_scaled(q[k], load_i8x32(xt + 32 * k), sck[k]));
         }
       }
-      const float w_d = f16_to_f32(blk.d);
+      const float w_d = f16c_to_f32(blk.d);
       for (int t = 0; t < T; ++t) {
         // The weights are q - 32: subtract 32 * sum_j scale_j * (sum of x over sub-block j).
         const __m256i sums = load_i8x32(x.sums[t] + b * (kQKBlock / kActSumGroup));  // 16 x i16
-        const int32_t offset = hsum_i32(_mm256_madd_epi16(sums, scales));
-        const int32_t dot = hsum_i32(acc[t]) - 32 * offset;
+        // One horizontal sum of acc - 32 * offsets (exact: |values| < 2^24).
+        const __m256i offsets = _mm256_madd_epi16(sums, scales);
+        const int32_t dot = hsum_i32(_mm256_sub_epi32(acc[t], _mm256_slli_epi32(offsets, 5)));
         lanes[t][b % 8] = fma_f32(w_d * x.d[t][b], static_cast<float>(dot), lanes[t][b % 8]);
       }
     }
