@@ -14,6 +14,8 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
+
 #include "backend/cpu/matmul_kernels.h"
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
@@ -93,16 +95,20 @@ template <int T>
 }
 
 // Q4_K's 12 scale bytes as 16 bytes: scales 0..7 then mins 0..7 (quant_blocks.h's packing,
-// four sub-blocks at a time in 32-bit words; the masks drop bits shifted across bytes).
+// four sub-blocks at a time in 32-bit words w0..w2; the masks drop bits shifted across
+// bytes):  sc_lo = w0 & 3f,  m_lo = w1 & 3f,  sc_hi = (w2 & 0f) | (w0 >> 2 & 30),
+// m_hi = (w2 >> 4 & 0f) | (w1 >> 2 & 30), all in vector lanes. The 16-byte load reads 4
+// bytes past the scales, into the block's own quants.
 [[gnu::always_inline]] static inline __m128i q4k_unpack_scales(const uint8_t* packed) {
-  uint32_t w[3];
-  __builtin_memcpy(w, packed, sizeof(w));
-  const uint32_t sc_lo = w[0] & 0x3f3f3f3fu;
-  const uint32_t m_lo = w[1] & 0x3f3f3f3fu;
-  const uint32_t sc_hi = (w[2] & 0x0f0f0f0fu) | ((w[0] >> 2) & 0x30303030u);
-  const uint32_t m_hi = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 2) & 0x30303030u);
-  return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(sc_hi),
-                       static_cast<int>(sc_lo));
+  static_assert(offsetof(BlockQ4_K, scales) + 16 <= sizeof(BlockQ4_K));
+  // Lanes of the result: sc_lo sc_hi m_lo m_hi.
+  const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));  // w0 w1 w2 -
+  const __m128i low = _mm_and_si128(_mm_shuffle_epi32(w, 0x10), _mm_set1_epi8(0x3f));  // lanes 0, 2
+  const __m128i w2 = _mm_srlv_epi32(_mm_shuffle_epi32(w, 0x88), _mm_setr_epi32(0, 0, 0, 4));
+  const __m128i w01 = _mm_srli_epi32(_mm_shuffle_epi32(w, 0x40), 2);  // lanes 1, 3: w0, w1
+  const __m128i high = _mm_or_si128(_mm_and_si128(w2, _mm_set1_epi8(0x0f)),
+                                    _mm_and_si128(w01, _mm_set1_epi8(0x30)));  // lanes 1, 3
+  return _mm_blend_epi32(low, high, 0xa);
 }
 
 template <class Isa>
