@@ -81,8 +81,8 @@ void bm_attention(benchmark::State& state, DType type) {
   }
   const double bytes = 2.0 * static_cast<double>(batch * ctx * row * elem);
   state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["us/layer"] = benchmark::Counter(1e-6, benchmark::Counter::kIsIterationInvariantRate |
-                                                            benchmark::Counter::kInvert);
+  state.counters["us/layer"] = benchmark::Counter(
+      1e-6, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 void args(benchmark::internal::Benchmark* b) {

@@ -83,7 +83,8 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
   const double b1 = batch1_tok_s(r);
   for (const BenchRow& row : r.rows) {
     const std::string name = fmt::format("{} {}", kind_name(row.kind), row.n);
-    const std::string pct = row.ceiling_tok_s > 0 ? fmt::format("{:.1f}%", 100 * row.fraction) : "-";
+    const std::string pct =
+        row.ceiling_tok_s > 0 ? fmt::format("{:.1f}%", 100 * row.fraction) : "-";
     const std::string vs1 = row.kind == BenchKind::kDecode && b1 > 0
                                 ? fmt::format("{:.2f}", row.tok_s.median / b1)
                                 : "";

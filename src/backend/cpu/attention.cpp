@@ -34,7 +34,8 @@ struct ScalarKernels {
                            const typename E::T* v_layer, const int64_t* offset, int64_t nc,
                            int64_t n) {
     for (int64_t p = 0; p < nc; ++p)
-      for (int64_t g = 0; g < ng; ++g) axpy<E>(out + g * n, w[g * w_stride + p], v_layer + offset[p], n);
+      for (int64_t g = 0; g < ng; ++g)
+        axpy<E>(out + g * n, w[g * w_stride + p], v_layer + offset[p], n);
   }
   static void scale(float* y, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] *= a;

@@ -97,9 +97,10 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
       const int64_t slot = static_cast<int64_t>(table.ids[pos / bs]) * bs + pos % bs;
       offset[p] = slot * slot_stride + kvh * hd;
     }
-    for (int64_t p = 0; p < nc && p < kAttentionPrefetchAhead; ++p) prefetch_row(k_layer + offset[p], hd);
+    constexpr int64_t kAhead = kAttentionPrefetchAhead;
+    for (int64_t p = 0; p < nc && p < kAhead; ++p) prefetch_row(k_layer + offset[p], hd);
     for (int64_t p = 0; p < nc; ++p) {
-      if (p + kAttentionPrefetchAhead < nc) prefetch_row(k_layer + offset[p + kAttentionPrefetchAhead], hd);
+      if (p + kAhead < nc) prefetch_row(k_layer + offset[p + kAhead], hd);
       prefetch_row(v_layer + offset[p], hd);  // used after the chunk's scores: by then in cache
       float dots[kAttentionGroup];
       K::template scores<E>(q, ng, k_layer + offset[p], hd, dots);

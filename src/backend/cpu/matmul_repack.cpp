@@ -83,7 +83,9 @@ void RepackedWeights::fill(const WeightMatrix& w, int64_t g_begin, int64_t g_end
       const int64_t o = g * detail::kInterleave + r;
       rows[r] = o < w.n_out ? w.data + o * w.row_bytes : nullptr;
     }
-    detail::interleave_group(qs, rows, nb, reinterpret_cast<uint8_t*>(data_.data()) + g * detail::kInterleave * view_.row_bytes);
+    uint8_t* group =
+        reinterpret_cast<uint8_t*>(data_.data()) + g * detail::kInterleave * view_.row_bytes;
+    detail::interleave_group(qs, rows, nb, group);
   }
 }
 
