@@ -3,7 +3,8 @@
 # doc cannot drift from the code: a flag is declared once (apps/tally/cmd_*.cpp, CLI11: name,
 # default, help) and the doc is generated from it. Only the text between the markers
 # <!-- BEGIN GENERATED --> and <!-- END GENERATED --> is replaced; the rest is hand-written.
-# Subcommands are discovered from `tally --help`, so a new command appears without edits here.
+# Subcommands (and theirs, one level down) are discovered from the --help texts, so a new
+# command appears without edits here.
 #
 # Usage: scripts/gen_cli_docs.sh [--check] [TALLY_BINARY]   (default: build/release/tally)
 #   --check: change nothing; exit 1 if docs/cli.md is out of date (for CI).
@@ -31,6 +32,8 @@ fi
 
 # The help text as a user with no $TALLY_MODEL sees it.
 help_of() { env -u TALLY_MODEL "$bin" "$@" --help; }
+# The subcommands a command's help lists (for `tally bench`: throughput, serve).
+subcommands() { help_of "$@" | awk '/^Subcommands:$/ { on = 1; next } on && /^  [^ ]/ { print $1 }'; }
 
 # One command's --help -> a Markdown section: heading, summary, usage, a table of its
 # positionals and options. $1: the command line shown in the heading ("tally generate").
@@ -114,9 +117,13 @@ trap 'rm -f "$generated" "$generated.doc"' EXIT
   echo "     apps/tally/, not here. -->"
   echo
   help_of | to_markdown "tally"
-  for sub in $(help_of | awk '/^Subcommands:$/ { on = 1; next } on && /^  [^ ]/ { print $1 }'); do
+  for sub in $(subcommands); do
     echo
     help_of "$sub" | to_markdown "tally $sub"
+    for subsub in $(subcommands "$sub"); do  # e.g. tally bench throughput
+      echo
+      help_of "$sub" "$subsub" | to_markdown "tally $sub $subsub"
+    done
   done
 } >"$generated"
 
