@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -20,25 +21,38 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-HugePageBuffer::HugePageBuffer(size_t bytes)
-    : size_(bytes), mapped_(round_up(bytes > 0 ? bytes : 1, kPage)) {
-  const size_t align = mapped_ >= kHugePage ? kHugePage : kPage;
+Result<HugePageBuffer> HugePageBuffer::create(size_t bytes) {
+  const size_t mapped = round_up(bytes > 0 ? bytes : 1, kPage);
+  const size_t align = mapped >= kHugePage ? kHugePage : kPage;
   // Map the alignment's worth more, then give back the unaligned head and the tail.
-  const size_t span = mapped_ + align - kPage;
+  const size_t span = mapped + align - kPage;
   void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  TALLY_CHECK(p != MAP_FAILED, "out of memory for a buffer of {} bytes", bytes);
+  if (p == MAP_FAILED)
+    return make_error(ErrorCode::kOutOfMemory, "cannot map {} bytes: {}", bytes,
+                      std::strerror(errno));
   const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
   const uintptr_t aligned = round_up(begin, align);
   if (aligned > begin) munmap(p, aligned - begin);
-  const size_t tail = span - (aligned - begin) - mapped_;
-  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + mapped_), tail);
-  data_ = reinterpret_cast<std::byte*>(aligned);
+  const size_t tail = span - (aligned - begin) - mapped;
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + mapped), tail);
+  auto* data = reinterpret_cast<std::byte*>(aligned);
   // Before the first touch, so the pages are faulted in as huge ones. Touched now (the
   // mapping reads as zeros already) so that reads of never-written bytes cost what reads of
   // real data do, and the memory is committed when the ledger says it is.
-  if (align == kHugePage) madvise(data_, mapped_, MADV_HUGEPAGE);
-  std::memset(data_, 0, mapped_);
+  if (align == kHugePage) madvise(data, mapped, MADV_HUGEPAGE);
+  std::memset(data, 0, mapped);
+  return HugePageBuffer(data, bytes, mapped);
+}
+
+HugePageBuffer::HugePageBuffer(std::byte* data, size_t size, size_t mapped)
+    : data_(data), size_(size), mapped_(mapped) {
   g_bytes_in_use.fetch_add(static_cast<int64_t>(mapped_), std::memory_order_relaxed);
+}
+
+HugePageBuffer::HugePageBuffer(size_t bytes) {
+  Result<HugePageBuffer> r = create(bytes);
+  TALLY_CHECK(r.ok(), "{}", r.status().to_string());
+  *this = std::move(r.value());
 }
 
 HugePageBuffer::~HugePageBuffer() { release(); }

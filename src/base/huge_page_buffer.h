@@ -10,14 +10,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/status.h"
+
 namespace tally {
 
 class HugePageBuffer {
  public:
   HugePageBuffer() = default;
   // `bytes` zero bytes (at least 1), committed now (the pages are touched once). Buffers of
-  // 2 MiB and more start on a 2 MiB boundary, smaller ones on a page. Out of memory is fatal
-  // (TALLY_CHECK), as for any allocation: callers size these from a ledger checked beforehand.
+  // 2 MiB and more start on a 2 MiB boundary, smaller ones on a page. A mapping the kernel
+  // refuses is a kOutOfMemory error naming the size (a KV cache sized from user input).
+  static Result<HugePageBuffer> create(size_t bytes);
+  // The same, where running out of memory is fatal (TALLY_CHECK), as for any allocation.
   explicit HugePageBuffer(size_t bytes);
   ~HugePageBuffer();
   HugePageBuffer(HugePageBuffer&& other) noexcept;
@@ -33,6 +37,7 @@ class HugePageBuffer {
   static int64_t bytes_in_use();
 
  private:
+  HugePageBuffer(std::byte* data, size_t size, size_t mapped);
   void release();
   std::byte* data_ = nullptr;
   size_t size_ = 0;

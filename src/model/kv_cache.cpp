@@ -34,13 +34,15 @@ Result<KvCache> KvCache::create(const KvCacheShape& s) {
       elements > (int64_t{1} << 40) / dtype_info(s.dtype).block_bytes)
     return make_error(ErrorCode::kOutOfMemory, "kv cache: {} blocks of {} positions is too large",
                       s.n_blocks, s.block_size);
-  return KvCache(s);
+  Result<HugePageBuffer> data = HugePageBuffer::create(static_cast<size_t>(s.bytes()));
+  if (!data.ok())
+    return make_error(ErrorCode::kOutOfMemory, "kv cache: {} blocks of {} positions: {}",
+                      s.n_blocks, s.block_size, data.status().message());
+  return KvCache(s, std::move(data.value()));
 }
 
-KvCache::KvCache(const KvCacheShape& shape)
-    : shape_(shape),
-      element_bytes_(dtype_info(shape.dtype).block_bytes),
-      data_(static_cast<size_t>(shape.bytes())) {}
+KvCache::KvCache(const KvCacheShape& shape, HugePageBuffer data)
+    : shape_(shape), element_bytes_(dtype_info(shape.dtype).block_bytes), data_(std::move(data)) {}
 
 void KvCache::store(int64_t layer, int64_t slot, const float* k, const float* v) {
   TALLY_DCHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),

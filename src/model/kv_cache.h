@@ -82,7 +82,7 @@ class KvCache {
   void copy_block(int64_t src_block, int64_t dst_block);
 
  private:
-  explicit KvCache(const KvCacheShape& shape);
+  KvCache(const KvCacheShape& shape, HugePageBuffer data);
   int64_t slot_bytes() const { return shape_.slot_elements() * element_bytes_; }
   int64_t layer_bytes() const { return shape_.n_slots() * slot_bytes(); }  // K or V
   int64_t layer_offset(int64_t layer) const { return 2 * layer * layer_bytes(); }

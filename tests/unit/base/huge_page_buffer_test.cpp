@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
 
 namespace tally {
@@ -47,6 +48,21 @@ TEST(HugePageBuffer, MovesOwnership) {
   HugePageBuffer empty;
   EXPECT_EQ(empty.data(), nullptr);
   EXPECT_EQ(empty.size(), 0u);
+}
+
+TEST(HugePageBuffer, AMappingTheKernelRefusesIsAnError) {
+  const int64_t before = HugePageBuffer::bytes_in_use();
+  // 1 PiB: beyond x86-64's 128 TiB of user address space, refused whatever the overcommit
+  // policy.
+  Result<HugePageBuffer> r = HugePageBuffer::create(size_t{1} << 50);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kOutOfMemory);
+  EXPECT_NE(r.status().message().find("1125899906842624 bytes"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(HugePageBuffer::bytes_in_use(), before);
+  Result<HugePageBuffer> ok = HugePageBuffer::create(100);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok.value().size(), 100u);
 }
 
 TEST(HugePageBuffer, CountsTheBytesOfLiveBuffers) {
