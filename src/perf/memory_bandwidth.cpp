@@ -118,6 +118,13 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes) {
   return measure_read(pool, o, counted).median;
 }
 
+double measure_triad_bandwidth(ThreadPool& pool, size_t bytes) {
+  BandwidthOptions o;
+  o.bytes = bytes;
+  size_t counted = 0;
+  return measure_triad(pool, kernels_for(cpu_isa_level()), o, counted).median;
+}
+
 ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t bytes)
     : pool_(pool),
       read_(kernels_for(cpu_isa_level()).read),
@@ -131,7 +138,7 @@ ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t bytes)
   });
 }
 
-ReadBandwidthProbe::~ReadBandwidthProbe() { FloatBuffer{}.get_deleter()(x_); }
+ReadBandwidthProbe::~ReadBandwidthProbe() { std::free(x_); }  // allocate_floats' aligned_alloc
 
 double ReadBandwidthProbe::sample_gbs() {
   const int parts = pool_.n_threads();

@@ -43,8 +43,9 @@ struct BandwidthResult {
 
 BandwidthResult measure_memory_bandwidth(ThreadPool& pool, const BandwidthOptions& options = {});
 
-// Median read bandwidth in GB/s (measure_memory_bandwidth's read kernel alone).
+// Median read / triad bandwidth in GB/s (measure_memory_bandwidth's kernels one at a time).
 double measure_read_bandwidth(ThreadPool& pool, size_t bytes = kDefaultBandwidthBytes);
+double measure_triad_bandwidth(ThreadPool& pool, size_t bytes = kDefaultBandwidthBytes);
 
 // The read kernel's array, kept between samples: a benchmark takes one sample just before
 // each of its own timed repetitions, so each figure is paired with the bandwidth of the

@@ -146,18 +146,10 @@ Result<DecodeSamples> time_decode(const Model& model, ThreadPool& pool, const Mo
       d.tok_s,
       time_steps(
           o, n_seqs, [&] { return model.forward(b, kv.kv, buf.scratch, pool, buf.logits.data()); },
-          [&](bool timed) {
-            if (probe == nullptr) return;
-            const double gbs = probe->sample_gbs();
-            if (timed) d.bandwidth_gbs.push_back(gbs);
+          [&](bool timed) {  // warm-up steps have no figure to pair with
+            if (probe != nullptr && timed) d.bandwidth_gbs.push_back(probe->sample_gbs());
           }));
   return d;
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::vector<DType> matrix_types(const ModelCost& cost) {
@@ -333,8 +325,8 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
     for (size_t i = 0; i < d.bandwidth_gbs.size(); ++i)
       memory_fraction.push_back(d.tok_s[i] * row.bytes_per_step /
                                 (static_cast<double>(b) * d.bandwidth_gbs[i] * 1e9));
-    row.bandwidth_gbs = probe ? median_of(d.bandwidth_gbs)
-                              : measure_memory_bandwidth(pool, bw).triad_gbs.median;
+    row.bandwidth_gbs = probe ? stats_of(d.bandwidth_gbs).median
+                              : measure_triad_bandwidth(pool, o.bandwidth_bytes);
     row.flops_per_token = r.cost.layer_flops + r.cost.output_flops;
     row.memory_ceiling_tok_s =
         static_cast<double>(b) * row.bandwidth_gbs * 1e9 / row.bytes_per_step;
@@ -343,7 +335,7 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
                             ? std::min(row.memory_ceiling_tok_s, row.compute_ceiling_tok_s)
                             : row.memory_ceiling_tok_s;
     row.fraction = row.memory_bound() && !memory_fraction.empty()
-                       ? median_of(memory_fraction)
+                       ? stats_of(memory_fraction).median
                        : row.tok_s.median / row.ceiling_tok_s;
     say(fmt::format("decode {}: {} at {:.1f} GB/s", b, stats_line(row.tok_s, "tok/s"),
                     row.bandwidth_gbs));

@@ -84,6 +84,7 @@ TEST(MemoryBandwidth, SmallMeasurementGivesPositiveOrderedStats) {
     EXPECT_LE(s.p90, s.max);
   }
   EXPECT_GT(measure_read_bandwidth(pool, size_t{4} << 20), 0.0);
+  EXPECT_GT(measure_triad_bandwidth(pool, size_t{4} << 20), 0.0);
 }
 
 }  // namespace
