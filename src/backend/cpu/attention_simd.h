@@ -28,6 +28,23 @@ struct SimdKernels {
       return S::load(p);
     }
   }
+  // f.template operator()<NG>() with NG = ng (1..kAttentionGroup) as a constant, so the
+  // kernels keep one register accumulator per head.
+  template <class F>
+  static void with_group_size(int64_t ng, F&& f) {
+    static_assert(kAttentionGroup == 8, "one case per group size below");
+    switch (ng) {
+      case 8: return f.template operator()<8>();
+      case 7: return f.template operator()<7>();
+      case 6: return f.template operator()<6>();
+      case 5: return f.template operator()<5>();
+      case 4: return f.template operator()<4>();
+      case 3: return f.template operator()<3>();
+      case 2: return f.template operator()<2>();
+      default: return f.template operator()<1>();
+    }
+  }
+
   // dots[g] = q[g] . k for g < ng in simd_dot's order (lanes with FMA, fixed-order lane sum,
   // tail in index order), for any E. Each K vector is loaded (and widened) once for all the
   // heads, and the heads' NG fma chains run side by side.
@@ -48,17 +65,7 @@ struct SimdKernels {
   }
   template <class E>
   static void scores(const float* q, int64_t ng, const typename E::T* k, int64_t n, float* dots) {
-    static_assert(kAttentionGroup == 8, "one case per group size below");
-    switch (ng) {
-      case 8: return scores_n<E, 8>(q, k, n, dots);
-      case 7: return scores_n<E, 7>(q, k, n, dots);
-      case 6: return scores_n<E, 6>(q, k, n, dots);
-      case 5: return scores_n<E, 5>(q, k, n, dots);
-      case 4: return scores_n<E, 4>(q, k, n, dots);
-      case 3: return scores_n<E, 3>(q, k, n, dots);
-      case 2: return scores_n<E, 2>(q, k, n, dots);
-      default: return scores_n<E, 1>(q, k, n, dots);
-    }
+    with_group_size(ng, [&]<int NG>() { scores_n<E, NG>(q, k, n, dots); });
   }
 
   // out[g] = fma(w[g * w_stride + p], v_p, out[g]) for the chunk's positions p in order, every
@@ -88,16 +95,8 @@ struct SimdKernels {
   static void weighted_sum(float* out, int64_t ng, const float* w, int64_t w_stride,
                            const typename E::T* v_layer, const int64_t* offset, int64_t nc,
                            int64_t n) {
-    switch (ng) {
-      case 8: return weighted_sum_n<E, 8>(out, w, w_stride, v_layer, offset, nc, n);
-      case 7: return weighted_sum_n<E, 7>(out, w, w_stride, v_layer, offset, nc, n);
-      case 6: return weighted_sum_n<E, 6>(out, w, w_stride, v_layer, offset, nc, n);
-      case 5: return weighted_sum_n<E, 5>(out, w, w_stride, v_layer, offset, nc, n);
-      case 4: return weighted_sum_n<E, 4>(out, w, w_stride, v_layer, offset, nc, n);
-      case 3: return weighted_sum_n<E, 3>(out, w, w_stride, v_layer, offset, nc, n);
-      case 2: return weighted_sum_n<E, 2>(out, w, w_stride, v_layer, offset, nc, n);
-      default: return weighted_sum_n<E, 1>(out, w, w_stride, v_layer, offset, nc, n);
-    }
+    with_group_size(
+        ng, [&]<int NG>() { weighted_sum_n<E, NG>(out, w, w_stride, v_layer, offset, nc, n); });
   }
 
   static void scale(float* y, float a, int64_t n) {
