@@ -42,10 +42,37 @@ namespace tally::cpu::detail::simd {
 // How far ahead of the quants being read a one-token product prefetches.
 inline constexpr int kPrefetchBytes = 1024;
 
+// Decode streams the weights from memory: asks for `lines` cache lines kPrefetchBytes past a
+// block's quants.
+[[gnu::always_inline]] static inline void prefetch_ahead(const uint8_t* q, int lines) {
+  for (int l = 0; l < lines; ++l)
+    _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes + 64 * l, _MM_HINT_T0);
+}
+
+// Block b's f16 weight scales of the group's 8 rows, as f32.
+[[gnu::always_inline]] static inline __m256 block_scales(const uint8_t* scales, int64_t b) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
+}
+
+// The canonical step of one block for 8 rows of one token (matmul_kernels.h):
+// acc = fma(w_scale * x_scale, float(int_dot), acc).
+[[gnu::always_inline]] static inline __m256 block_fma(__m256 w_scale, float x_scale, __m256i dot,
+                                                      __m256 acc) {
+  return _mm256_fmadd_ps(_mm256_mul_ps(w_scale, _mm256_set1_ps(x_scale)),
+                         _mm256_cvtepi32_ps(dot), acc);
+}
+
 // Quants of block b of a group: kInterleave * qs_bytes bytes; scales after all quants.
 struct Q4_0x8 {
   static constexpr DType kType = DType::kQ4_0;
   static constexpr int kQsBytes = kQBlock / 2;
+
+  // A block's int dot from its int16 sums: the weights are q - 8, so 8 * sum(x) of the block
+  // (sums8) comes off (exact integers).
+  template <class Isa>
+  [[gnu::always_inline]] static inline __m256i finish(typename Isa::Q4Acc s, __m256i sums8) {
+    return _mm256_sub_epi32(Isa::q4_finish(s), sums8);
+  }
 
   template <class Isa, int T>
   [[gnu::always_inline]] static inline void run(const uint8_t* group, int64_t nb,
@@ -54,10 +81,7 @@ struct Q4_0x8 {
     const __m256i m4 = _mm256_set1_epi8(15);
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* q = group + b * kInterleave * kQsBytes;
-      if (T == 1) {  // decode streams the weights from memory: ask for them ahead
-        _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes + 64, _MM_HINT_T0);
-      }
+      if (T == 1) prefetch_ahead(q, 2);
       typename Isa::Q4Acc s[T];
       for (int t = 0; t < T; ++t) s[t] = Isa::q4_zero();
       for (int j = 0; j < kQsBytes / 4; ++j) {
@@ -69,14 +93,10 @@ struct Q4_0x8 {
         for (int t = 0; t < T; ++t)
           s[t] = keep(Isa::q4_step(s[t], hi, broadcast_u32(x.q[t] + b * kQBlock + 16 + 4 * j)));
       }
-      const __m256 w_scale =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
-      for (int t = 0; t < T; ++t) {
-        // The weights are q - 8: subtract 8 * sum(x) of the block (exact integers).
-        const __m256i dot = _mm256_sub_epi32(Isa::q4_finish(s[t]), broadcast_i32(x.sums8[t] + b));
-        const __m256 c = _mm256_mul_ps(w_scale, _mm256_set1_ps(x.d[t][b]));
-        acc[t] = _mm256_fmadd_ps(c, _mm256_cvtepi32_ps(dot), acc[t]);
-      }
+      const __m256 w_scale = block_scales(scales, b);
+      for (int t = 0; t < T; ++t)
+        acc[t] = block_fma(w_scale, x.d[t][b], finish<Isa>(s[t], broadcast_i32(x.sums8[t] + b)),
+                           acc[t]);
     }
   }
 };
@@ -99,10 +119,8 @@ template <class Isa>
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* q0 = g0 + b * kInterleave * kQsBytes;
     const uint8_t* q1 = g1 + b * kInterleave * kQsBytes;
-    _mm_prefetch(reinterpret_cast<const char*>(q0) + kPrefetchBytes, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(q0) + kPrefetchBytes + 64, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(q1) + kPrefetchBytes, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(q1) + kPrefetchBytes + 64, _MM_HINT_T0);
+    prefetch_ahead(q0, 2);
+    prefetch_ahead(q1, 2);
     typename Isa::Q4Acc s0 = Isa::q4_zero(), s1 = Isa::q4_zero();
     for (int j = 0; j < kQsBytes / 4; ++j) {
       const __m256i v0 = keep(load_i8x32(q0 + 32 * j));  // in a register: loaded once
@@ -115,13 +133,8 @@ template <class Isa>
       s1 = keep(Isa::q4_step(s1, _mm256_and_si256(_mm256_srli_epi16(v1, 4), m4), xh));
     }
     const __m256i sums8 = broadcast_i32(x.sums8[0] + b);
-    const __m256 x_d = _mm256_set1_ps(x.d[0][b]);
-    const __m256 c0 = _mm256_mul_ps(
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales0 + 16 * b))), x_d);
-    const __m256 c1 = _mm256_mul_ps(
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales1 + 16 * b))), x_d);
-    a0 = _mm256_fmadd_ps(c0, _mm256_cvtepi32_ps(_mm256_sub_epi32(Isa::q4_finish(s0), sums8)), a0);
-    a1 = _mm256_fmadd_ps(c1, _mm256_cvtepi32_ps(_mm256_sub_epi32(Isa::q4_finish(s1), sums8)), a1);
+    a0 = block_fma(block_scales(scales0, b), x.d[0][b], Q4_0x8::finish<Isa>(s0, sums8), a0);
+    a1 = block_fma(block_scales(scales1, b), x.d[0][b], Q4_0x8::finish<Isa>(s1, sums8), a1);
   }
   *acc0 = a0;
   *acc1 = a1;
@@ -137,10 +150,7 @@ struct Q8_0x8 {
     const uint8_t* scales = group + nb * kInterleave * kQsBytes;
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* q = group + b * kInterleave * kQsBytes;
-      if (T == 1) {
-        for (int l = 0; l < 4; ++l)
-          _mm_prefetch(reinterpret_cast<const char*>(q) + kPrefetchBytes + 64 * l, _MM_HINT_T0);
-      }
+      if (T == 1) prefetch_ahead(q, 4);
       __m256i s[T];
       for (int t = 0; t < T; ++t) s[t] = _mm256_setzero_si256();
       for (int j = 0; j < kQsBytes / 4; ++j) {
@@ -150,12 +160,8 @@ struct Q8_0x8 {
           s[t] = keep(Isa::q8_step(
               s[t], abs_w, _mm256_sign_epi8(broadcast_u32(x.q[t] + b * kQBlock + 4 * j), w)));
       }
-      const __m256 w_scale =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 16 * b)));
-      for (int t = 0; t < T; ++t) {
-        const __m256 c = _mm256_mul_ps(w_scale, _mm256_set1_ps(x.d[t][b]));
-        acc[t] = _mm256_fmadd_ps(c, _mm256_cvtepi32_ps(s[t]), acc[t]);
-      }
+      const __m256 w_scale = block_scales(scales, b);
+      for (int t = 0; t < T; ++t) acc[t] = block_fma(w_scale, x.d[t][b], s[t], acc[t]);
     }
   }
 };
