@@ -21,7 +21,7 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-Result<HugePageBuffer> HugePageBuffer::create(size_t bytes) {
+Result<HugePageBuffer> HugePageBuffer::create(size_t bytes, Commit commit) {
   const size_t mapped = round_up(bytes > 0 ? bytes : 1, kPage);
   const size_t align = mapped >= kHugePage ? kHugePage : kPage;
   // Map the alignment's worth more, then give back the unaligned head and the tail.
@@ -36,11 +36,10 @@ Result<HugePageBuffer> HugePageBuffer::create(size_t bytes) {
   const size_t tail = span - (aligned - begin) - mapped;
   if (tail > 0) munmap(reinterpret_cast<void*>(aligned + mapped), tail);
   auto* data = reinterpret_cast<std::byte*>(aligned);
-  // Before the first touch, so the pages are faulted in as huge ones. Touched now (the
-  // mapping reads as zeros already) so that reads of never-written bytes cost what reads of
-  // real data do, and the memory is committed when the ledger says it is.
+  // Before the first touch, so the pages are faulted in as huge ones. The mapping reads as
+  // zeros already: the memset only commits it.
   if (align == kHugePage) madvise(data, mapped, MADV_HUGEPAGE);
-  std::memset(data, 0, mapped);
+  if (commit == Commit::kNow) std::memset(data, 0, mapped);
   return HugePageBuffer(data, bytes, mapped);
 }
 
@@ -49,8 +48,8 @@ HugePageBuffer::HugePageBuffer(std::byte* data, size_t size, size_t mapped)
   g_bytes_in_use.fetch_add(static_cast<int64_t>(mapped_), std::memory_order_relaxed);
 }
 
-HugePageBuffer::HugePageBuffer(size_t bytes) {
-  Result<HugePageBuffer> r = create(bytes);
+HugePageBuffer::HugePageBuffer(size_t bytes, Commit commit) {
+  Result<HugePageBuffer> r = create(bytes, commit);
   TALLY_CHECK(r.ok(), "{}", r.status().to_string());
   *this = std::move(r.value());
 }

@@ -16,13 +16,19 @@ namespace tally {
 
 class HugePageBuffer {
  public:
+  // When the pages are committed: now (touched once, so that reads of never-written bytes cost
+  // what reads of real data do, and the memory is taken when the ledger says it is), or by
+  // the first write of each page (for a caller that writes every byte at once anyway, such
+  // as the repacking threads: no second pass over the memory).
+  enum class Commit { kNow, kOnFirstWrite };
+
   HugePageBuffer() = default;
-  // `bytes` zero bytes (at least 1), committed now (the pages are touched once). Buffers of
-  // 2 MiB and more start on a 2 MiB boundary, smaller ones on a page. A mapping the kernel
-  // refuses is a kOutOfMemory error naming the size (a KV cache sized from user input).
-  static Result<HugePageBuffer> create(size_t bytes);
+  // `bytes` zero bytes (at least 1). Buffers of 2 MiB and more start on a 2 MiB boundary,
+  // smaller ones on a page. A mapping the kernel refuses is a kOutOfMemory error naming the
+  // size (a KV cache sized from user input).
+  static Result<HugePageBuffer> create(size_t bytes, Commit commit = Commit::kNow);
   // The same, where running out of memory is fatal (TALLY_CHECK), as for any allocation.
-  explicit HugePageBuffer(size_t bytes);
+  explicit HugePageBuffer(size_t bytes, Commit commit = Commit::kNow);
   ~HugePageBuffer();
   HugePageBuffer(HugePageBuffer&& other) noexcept;
   HugePageBuffer& operator=(HugePageBuffer&& other) noexcept;

@@ -68,7 +68,8 @@ void RepackedWeights::fill(const WeightMatrix& w, int64_t g_begin, int64_t g_end
                 dtype_name(w.type));
     bytes_ = repacked_bytes(w);
     // Decode streams these bytes once per token: on huge pages (base/huge_page_buffer.h).
-    data_ = HugePageBuffer(static_cast<size_t>(bytes_));
+    // Every byte is written below (padding rows as zeros), by the pool's threads.
+    data_ = HugePageBuffer(static_cast<size_t>(bytes_), HugePageBuffer::Commit::kOnFirstWrite);
     view_ = w;
     view_.data = reinterpret_cast<const uint8_t*>(data_.data());
     view_.row_bytes = dtype_row_bytes(w.type, w.n_in);

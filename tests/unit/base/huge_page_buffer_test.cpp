@@ -35,6 +35,12 @@ TEST(HugePageBuffer, LargeBuffersAreZeroedAndHugePageAligned) {
   EXPECT_EQ(b.data()[bytes - 1], std::byte{7});
 }
 
+TEST(HugePageBuffer, CommittedOnFirstWriteStillReadsAsZeros) {
+  HugePageBuffer b((size_t{3} << 20) + 5, HugePageBuffer::Commit::kOnFirstWrite);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % (size_t{2} << 20), 0u);
+  EXPECT_TRUE(all_zero(b));
+}
+
 TEST(HugePageBuffer, MovesOwnership) {
   HugePageBuffer a(256);
   a.data()[0] = std::byte{42};
