@@ -1,14 +1,16 @@
-// tally generate: prompt + completion to stdout as produced; timings to stderr.
+// tally generate: one request on the engine core (EngineCore, stepped on this thread); prompt
+// + completion to stdout as produced, timings to stderr.
 #include <cstdio>
 
 #include <fmt/format.h>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "engine/engine_core.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "plan/memory_size.h"
 #include "plan/plan.h"
-#include "runner/generator.h"
 #include "sampling/stop_matcher.h"
 #include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -47,75 +49,108 @@ Status check_args(const GenerateArgs& a) {
   return StopMatcher::validate(a.stop);
 }
 
+// One sequence on the engine core: a context of -c tokens, a KV pool just large enough for
+// this prompt and -n tokens (as the timing line reports), -b tokens a step.
+EngineConfig generate_engine_config(const GenerateArgs& args, const ModelConfig& model,
+                                    DType kv_type, int64_t n_prompt) {
+  EngineConfig c;
+  c.model_path = args.model;
+  c.threads = args.threads;
+  c.max_batched_tokens = args.batch_size;
+  c.max_seqs = 1;
+  c.max_model_len = args.ctx_size;  // 0 = the model's
+  c.block_size = 16;
+  c.kv_type = kv_type;
+  const int64_t n_ctx = args.ctx_size > 0 ? args.ctx_size : model.context_length;
+  const int64_t positions = std::max<int64_t>(1, std::min<int64_t>(n_ctx, n_prompt + args.n_predict));
+  const int64_t block_bytes = KvCacheShape::for_model(model, 1, c.block_size, kv_type).bytes();
+  c.kv_cache_memory = (positions + c.block_size - 1) / c.block_size * block_bytes;
+  return c;
+}
+
+// What `tally generate` prints as the completion comes: text to stdout, the rest kept for the
+// timing line.
+struct GenerateOutput {
+  std::vector<int32_t> sampled;  // stop token excluded
+  EngineEvent end;
+  Status error;
+
+  void on_event(const EngineEvent& e) {
+    if (e.kind == EngineEventKind::kToken) {
+      sampled.push_back(e.token);
+      write_out(e.text);
+      return;
+    }
+    if (e.kind == EngineEventKind::kError) {
+      error = e.status;
+    } else {
+      write_out(e.text);
+      end = e;
+    }
+  }
+};
+
+const char* finish_name(const EngineEvent& end, int32_t n_predict) {
+  if (end.finish == FinishReason::kLength && end.completion_tokens < n_predict) return "context";
+  return end.finish == FinishReason::kStop ? "stop" : "length";
+}
+
 int run_generate(GenerateArgs args) {
   if (Status st = check_args(args); !st.ok()) return report_error(st);
   auto kv_type = plan::kv_type_from_name(args.kv_type);
   if (!kv_type.ok()) return report_error(kv_type.status().with_context("--kv-type"));
   auto model = Model::load(args.model);
   if (!model.ok()) return report_error(model.status());
-  const ModelConfig& config = (*model)->config();
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
   if (!tokenizer.ok()) return report_error(tokenizer.status());
   const Tokenizer& tok = **tokenizer;
-  if (Status st = args.sampling.validate(static_cast<int32_t>(config.n_vocab)); !st.ok()) return report_error(st);
 
-  GenerateRequest request;
+  EngineRequest request;
   request.prompt = tok.encode(args.prompt, /*add_special=*/true, args.parse_special);
   if (request.prompt.empty() && tok.bos() >= 0) request.prompt.push_back(tok.bos());
   if (request.prompt.empty()) {
     return report_error(make_error(ErrorCode::kInvalidArgument, "the prompt is empty and the model has no BOS token"));
   }
-  const int64_t n_ctx = args.ctx_size > 0 ? args.ctx_size : config.context_length;
-  if (static_cast<int64_t>(request.prompt.size()) > n_ctx) {
-    return report_error(make_error(ErrorCode::kOutOfRange,
-        "the prompt has {} tokens, more than the context of {} tokens", request.prompt.size(), n_ctx));
-  }
-  request.max_new_tokens = args.n_predict;
+  request.max_tokens = std::max(1, args.n_predict);  // -n 0: checked, then not run
   request.sampling = args.sampling;
   request.ignore_eos = args.ignore_eos;
-  // A sampled BOS starts a new document: generation ends there, as llama2.c's run.c does.
-  for (int32_t id = 0; id < tok.n_vocab(); ++id)
-    if (tok.is_eog(id) || id == tok.bos()) request.stop_tokens.push_back(id);
+  request.stop = args.stop;
+  const EngineConfig config = generate_engine_config(args, (*model)->config(), *kv_type,
+                                                     static_cast<int64_t>(request.prompt.size()));
+  auto core = EngineCore::create(config, std::move(*model), std::move(*tokenizer));
+  if (!core.ok()) return report_error(core.status());
+  EngineCore& engine = **core;
+  if (Status st = engine.check_request(request); !st.ok()) return report_error(st);
 
-  ThreadPool pool(args.threads);
-  const int64_t max_context = std::min<int64_t>(n_ctx, request.prompt.size() + args.n_predict);
-  Generator generator(**model, pool, static_cast<int32_t>(std::max<int64_t>(max_context, 1)),
-                      args.batch_size, /*block_size=*/16, *kv_type);
-
-  StreamingDetokenizer detok(tok);
-  for (size_t i = 0; i < request.prompt.size(); ++i) {
-    std::string text = detok.push(request.prompt[i]);
+  StreamingDetokenizer echo(engine.tokenizer());
+  for (int32_t id : request.prompt) {
+    std::string text = echo.push(id);
     if (!args.no_echo) write_out(text);
   }
-  StopMatcher stops(args.stop);
-  std::vector<int32_t> sampled;
-  auto result = generator.generate(request, [&](int32_t id) {
-    sampled.push_back(id);
-    auto update = stops.feed(detok.push(id));
-    write_out(update.emit);
-    return !update.stopped;
-  });
-  if (!result.ok()) return report_error(result.status());
-  if (!stops.stopped()) {
-    auto tail = stops.feed(detok.flush());
-    write_out(tail.emit);
-    write_out(stops.flush());
+  const auto n_prompt = static_cast<int32_t>(request.prompt.size());
+  GenerateOutput out;
+  if (args.n_predict > 0) {
+    engine.add_request(1, std::move(request), resolve_seed(args.sampling.seed),
+                       [&out](const EngineEvent& e) { out.on_event(e); }, EngineClock::now());
+    while (engine.has_unfinished()) engine.step();
+    if (!out.error.ok()) return report_error(out.error);
   }
   write_out("\n");
 
-  const GenerateStats& s = *result;
   if (args.print_ids) {
     std::string ids;
-    for (size_t i = 0; i < sampled.size(); ++i) ids += (i ? " " : "") + std::to_string(sampled[i]);
+    for (size_t i = 0; i < out.sampled.size(); ++i) ids += (i ? " " : "") + std::to_string(out.sampled[i]);
     fmt::print(stderr, "sampled ids: {}\n", ids);
   }
-  const double decode_tps = s.n_generated > 1 && s.decode_seconds > 0 ? (s.n_generated - 1) / s.decode_seconds : 0.0;
+  const RequestTiming& t = out.end.timing;
+  const auto n_generated = static_cast<int32_t>(out.sampled.size());
+  const double decode_tps = n_generated > 1 && t.decode_seconds > 0 ? (n_generated - 1) / t.decode_seconds : 0.0;
   fmt::print(stderr,
              "prompt tokens: {}  TTFT: {:.2f} ms  prefill: {:.1f} tok/s  decode: {:.1f} tok/s "
              "({} tokens, {} threads, KV {} {}, finish: {})\n",
-             s.n_prompt, s.ttft_seconds * 1e3, s.prefill_seconds > 0 ? s.n_prompt / s.prefill_seconds : 0.0,
-             decode_tps, s.n_generated, pool.n_threads(), args.kv_type,
-             plan::format_bytes(generator.kv_cache().bytes()), finish_reason_name(s.finish));
+             n_prompt, t.ttft_seconds * 1e3, t.prefill_seconds > 0 ? n_prompt / t.prefill_seconds : 0.0,
+             decode_tps, n_generated, engine.n_threads(), args.kv_type,
+             plan::format_bytes(engine.ledger().kv_bytes), finish_name(out.end, args.n_predict));
   return kExitOk;
 }
 

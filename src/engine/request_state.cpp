@@ -24,7 +24,9 @@ RequestState RequestState::make(RequestId id, const EngineRequest& request, uint
   r.id = id;
   r.on_event = std::move(on_event);
   r.prompt_tokens = static_cast<int32_t>(request.prompt.size());
+  r.max_tokens = request.max_tokens;
   r.min_tokens = request.min_tokens;
+  r.ignore_eos = request.ignore_eos;
   r.logprobs = request.sampling.logprobs;
   r.send_text = request.detokenize;
   r.want_text = request.detokenize || !request.stop.empty();
@@ -34,7 +36,12 @@ RequestState RequestState::make(RequestId id, const EngineRequest& request, uint
   for (int32_t i = 0; i < request.n; ++i) {
     SamplingParams p = request.sampling;
     p.seed = engine_sample_seed(seed, i);
-    r.samples.emplace_back(p, n_vocab, tokenizer, request.stop);
+    SampleState& s = r.samples.emplace_back(p, n_vocab, tokenizer, request.stop);
+    // The text continues the prompt: right after BOS the detokenizer drops SentencePiece's
+    // leading space, as `tally generate` has always printed (BOS itself has no text).
+    if (!request.prompt.empty() && request.prompt.back() == tokenizer.bos()) {
+      (void)s.detok.push(request.prompt.back());
+    }
   }
   r.n_live = request.n;
   return r;

@@ -34,7 +34,9 @@ struct RequestState {
   RequestId id = 0;
   EngineEventCallback on_event;
   int32_t prompt_tokens = 0;
+  int32_t max_tokens = 0;
   int32_t min_tokens = 0;
+  bool ignore_eos = false;
   bool logprobs = false;
   bool want_text = true;  // detokenize, or stop strings to match
   bool send_text = true;  // detokenize: text goes into the events

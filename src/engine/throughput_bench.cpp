@@ -4,9 +4,8 @@
 
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 
+#include "engine/engine_core.h"
 #include "engine/ledger_text.h"
 #include "sampling/rng.h"
 #include "tokenizer/tokenizer.h"
@@ -27,8 +26,6 @@ Result<int32_t> parse_length(std::string_view s, std::string_view whole) {
 
 // What the benchmark keeps of each request's events.
 struct BenchCollector {
-  std::mutex mu;
-  std::condition_variable cv;
   int32_t n_done = 0;
   int64_t output_tokens = 0;
   double ttft_sum = 0;
@@ -38,7 +35,6 @@ struct BenchCollector {
 
   void on_event(const EngineEvent& e) {
     if (e.kind == EngineEventKind::kToken) return;
-    std::lock_guard<std::mutex> lock(mu);
     if (e.kind == EngineEventKind::kError) {
       if (error.ok()) error = e.status;
     } else {
@@ -49,10 +45,7 @@ struct BenchCollector {
         ++n_tpot;
       }
     }
-    if (e.request_done) {
-      ++n_done;
-      cv.notify_all();
-    }
+    if (e.request_done) ++n_done;
   }
 };
 
@@ -95,14 +88,15 @@ std::vector<BenchRequest> make_bench_requests(const ThroughputWorkload& w, const
 }
 
 Result<ThroughputReport> run_throughput(const EngineConfig& config, const ThroughputWorkload& w) {
-  TALLY_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::create(config));
-  const std::vector<BenchRequest> reqs = make_bench_requests(w, engine->tokenizer());
+  TALLY_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::create(config));
+  const std::vector<BenchRequest> reqs = make_bench_requests(w, core->tokenizer());
   ThroughputReport rep;
   rep.scheduler = config.static_batching ? "static" : "continuous";
   rep.n_requests = w.n_requests;
-  rep.ledger = engine->ledger();
+  rep.ledger = core->ledger();
   BenchCollector c;
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = EngineClock::now();
+  RequestId next_id = 1;
   for (const BenchRequest& b : reqs) {
     EngineRequest r;
     r.prompt = b.prompt;
@@ -111,18 +105,18 @@ Result<ThroughputReport> run_throughput(const EngineConfig& config, const Throug
     r.ignore_eos = true;
     r.detokenize = false;
     rep.input_tokens += static_cast<int64_t>(b.prompt.size());
-    TALLY_ASSIGN_OR_RETURN(
-        RequestId id, engine->submit(std::move(r), [&c](const EngineEvent& e) { c.on_event(e); }));
-    (void)id;
+    TALLY_RETURN_IF_ERROR(core->check_request(r));
+    core->add_request(next_id++, std::move(r), /*seed=*/0,
+                      [&c](const EngineEvent& e) { c.on_event(e); }, t0);
   }
-  {
-    std::unique_lock<std::mutex> lock(c.mu);
-    c.cv.wait(lock, [&] { return c.n_done == w.n_requests; });
-  }
-  rep.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const EngineMetrics m = engine->metrics();
-  engine->shutdown(0);
+  while (core->has_unfinished()) core->step();
+  rep.wall_seconds = std::chrono::duration<double>(EngineClock::now() - t0).count();
   TALLY_RETURN_IF_ERROR(c.error);
+  if (c.n_done != w.n_requests) {
+    return make_error(ErrorCode::kInternal, "bench: {} of {} requests ended", c.n_done,
+                      w.n_requests);
+  }
+  const EngineMetrics m = core->metrics();
   rep.output_tokens = c.output_tokens;
   rep.requests_per_second = w.n_requests / rep.wall_seconds;
   rep.output_tokens_per_second = static_cast<double>(rep.output_tokens) / rep.wall_seconds;

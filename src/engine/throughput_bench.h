@@ -1,6 +1,6 @@
 // The offline throughput benchmark behind `tally bench throughput`: N requests with prompt and
-// output lengths drawn from ranges, all submitted at once to an Engine, timed until the last
-// one ends. Prompts are random non-special token ids and outputs ignore end-of-generation, so
+// output lengths drawn from ranges, all added at once to an EngineCore stepped on the calling
+// thread, timed until the last one ends. Prompts are random non-special token ids and outputs ignore end-of-generation, so
 // every request produces exactly its drawn output length.
 #pragma once
 
@@ -53,8 +53,8 @@ struct BenchRequest {
 };
 std::vector<BenchRequest> make_bench_requests(const ThroughputWorkload& w, const Tokenizer& tok);
 
-// Creates an engine from `config`, runs the workload, shuts the engine down. An error from any
-// request fails the run.
+// Creates an engine core from `config` and runs the workload on it. An error from any request
+// fails the run.
 Result<ThroughputReport> run_throughput(const EngineConfig& config, const ThroughputWorkload& w);
 
 // The report as the lines `tally bench throughput` prints.

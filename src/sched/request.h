@@ -1,5 +1,6 @@
-// A request as the scheduler sees it: tokens, limits and progress, no tensors and no sampling
-// parameters (the runner keeps those by request id).
+// A request as the scheduler sees it: tokens, limits and progress, no tensors, no sampling
+// parameters and no stop rules (the engine keeps those by request id and decides when a
+// sample ends; the scheduler frees its blocks).
 //
 // A request asks for n samples of one prompt. Each sample is a Sequence with its own output
 // and its own progress counter. With n > 1 under continuous batching the prompt is computed
@@ -23,7 +24,7 @@ inline constexpr SeqId kNoSeq = -1;
 enum class FinishReason : uint8_t {
   kNone,    // still going
   kLength,  // max_tokens reached, or the context is full
-  kStop,    // sampled one of the request's stop tokens (kept as the last output token)
+  kStop,    // a stop token (kept as the last output token) or a stop string
   kAbort,   // abort_request()
 };
 std::string_view finish_reason_name(FinishReason reason);
@@ -42,7 +43,6 @@ struct RequestSpec {
   int32_t max_tokens = 16;              // output tokens per sample
   int32_t n = 1;                        // parallel samples of this prompt
   int32_t priority = 0;                 // lower runs first
-  std::vector<TokenId> stop_token_ids;  // EOS and friends: sampling one ends that sample
 };
 
 struct Sequence {

@@ -57,27 +57,28 @@ int32_t Scheduler::worst_case_blocks(const SchedulerConfig& config, const Reques
 }
 
 Status Scheduler::check_request(const SchedulerConfig& config, const RequestSpec& spec) {
-  const RequestId id = spec.id;
   const int64_t prompt = static_cast<int64_t>(spec.prompt.size());
-  if (prompt == 0) return make_error(ErrorCode::kInvalidArgument, "request {}: empty prompt", id);
+  if (prompt == 0) {
+    return make_error(ErrorCode::kInvalidArgument, "the prompt has no tokens");
+  }
   if (prompt >= config.max_model_len) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "request {}: prompt has {} tokens, the context holds {} (the prompt must "
-                      "be shorter to leave room for output)",
-                      id, prompt, config.max_model_len);
+    return make_error(ErrorCode::kOutOfRange,
+                      "the prompt has {} tokens and the context holds {}: the prompt must be "
+                      "shorter than the context to leave room for output",
+                      prompt, config.max_model_len);
   }
   if (spec.max_tokens < 1) {
-    return make_error(ErrorCode::kInvalidArgument, "request {}: max_tokens {} (must be >= 1)",
-                      id, spec.max_tokens);
+    return make_error(ErrorCode::kInvalidArgument, "max_tokens is {} (must be >= 1)",
+                      spec.max_tokens);
   }
   if (spec.n < 1 || spec.n > config.max_seqs) {
-    return make_error(ErrorCode::kInvalidArgument, "request {}: n = {} (must be in [1, {}])", id,
-                      spec.n, config.max_seqs);
+    return make_error(ErrorCode::kInvalidArgument, "n is {} (must be in [1, {}])", spec.n,
+                      config.max_seqs);
   }
   if (const int32_t blocks = worst_case_blocks(config, spec); blocks > config.kv.n_blocks) {
     return make_error(ErrorCode::kInvalidArgument,
-                      "request {}: needs up to {} KV blocks running alone, the pool has {}", id,
-                      blocks, config.kv.n_blocks);
+                      "needs up to {} KV blocks running alone, the pool has {}", blocks,
+                      config.kv.n_blocks);
   }
   return Status::ok_status();
 }
@@ -87,7 +88,9 @@ Status Scheduler::add_request(RequestSpec spec) {
   if (requests_.count(id)) {
     return make_error(ErrorCode::kInvalidArgument, "request {}: id already in use", id);
   }
-  TALLY_RETURN_IF_ERROR(check_request(config_, spec));
+  if (Status st = check_request(config_, spec); !st.ok()) {
+    return st.with_context(fmt::format("request {}", id));
+  }
   if (static_cast<int64_t>(waiting_.size()) >= config_.max_waiting) {
     return make_error(ErrorCode::kResourceExhausted,
                       "request {}: {} requests already wait (max_waiting): try later", id,
@@ -119,46 +122,6 @@ Status Scheduler::abort_request(RequestId id) {
   if (!it->second->abort_pending) {
     it->second->abort_pending = true;
     pending_aborts_.push_back(id);
-  }
-  return Status::ok_status();
-}
-
-Status Scheduler::finish_sample(RequestId id, int32_t seq_index, FinishReason why) {
-  TALLY_CHECK(!awaiting_update_, "finish_sample() between schedule() and update()");
-  TALLY_CHECK(why != FinishReason::kNone, "finish_sample() without a reason");
-  auto it = requests_.find(id);
-  if (it == requests_.end()) {
-    return make_error(ErrorCode::kNotFound, "finish: request {} is unknown or finished", id);
-  }
-  Request& r = *it->second;
-  if (seq_index < 0 || seq_index >= r.spec.n) {
-    return make_error(ErrorCode::kInvalidArgument, "finish: request {} has no sample {}", id,
-                      seq_index);
-  }
-  Sequence& s = r.samples[seq_index];
-  if (!s.live()) {
-    return make_error(ErrorCode::kNotFound, "finish: sample {} of request {} already ended",
-                      seq_index, id);
-  }
-  s.finish = why;
-  if (kv_.contains(s.id)) {
-    kv_.free(s.id);
-    pending_freed_.push_back(s.id);
-  }
-  s.num_computed = 0;
-  s.runner_knows = false;
-  s.table_sent = 0;
-  --r.n_live;
-  if (r.status == RequestStatus::kRunning) --running_slots_;
-  // An abort already pending retires the request at the next schedule() itself.
-  if (r.n_live > 0 || r.abort_pending) return Status::ok_status();
-  if (r.status == RequestStatus::kRunning) {
-    retire(r);
-  } else {
-    waiting_.erase(&r);
-    free_request_kv(r, pending_freed_);
-    pending_finished_.push_back(id);
-    requests_.erase(it);
   }
   return Status::ok_status();
 }

@@ -90,34 +90,30 @@ class Scheduler {
   Scheduler(Scheduler&&) noexcept = default;
   Scheduler& operator=(Scheduler&&) noexcept = default;
 
-  // kInvalidArgument for a request that can never run (empty or too long a prompt, bad n or
-  // max_tokens, more KV than the whole pool, a duplicate id); kResourceExhausted when
-  // max_waiting requests already wait (back-pressure: try later).
+  // Refuses a request that check_request() refuses, a duplicate id (kInvalidArgument), and
+  // one past max_waiting waiting requests (kResourceExhausted: back-pressure, try later).
   Status add_request(RequestSpec spec);
-  // The checks of add_request() that depend only on the config, not on the queue (all but
-  // the duplicate id and back-pressure): lets a caller on another thread refuse a request at
-  // once, before handing it to the thread that owns the scheduler.
+  // What the scheduler alone can judge of a request, from the config only (so a caller on
+  // another thread can refuse it at once): the prompt against the context (kOutOfRange, both
+  // lengths named), and kInvalidArgument for an empty prompt, max_tokens < 1, n outside
+  // [1, max_seqs], or more KV than the whole pool running alone.
   static Status check_request(const SchedulerConfig& config, const RequestSpec& spec);
   // Marks the request; its blocks are freed, and its end reported, at the next schedule().
   // kNotFound for an unknown or finished request. Aborting twice is fine.
   Status abort_request(RequestId id);
-  // Ends one live sample from outside, between update() and the next schedule() (the
-  // engine's stop strings): its blocks are freed now; when it was the request's last live
-  // sample the request retires as in update() (reported by the next schedule()). No event is
-  // produced: the caller reports the end. kNotFound for an unknown request or a sample that
-  // already ended; kInvalidArgument for a sample index out of range.
-  Status finish_sample(RequestId id, int32_t seq_index, FinishReason why);
-
   // Fills `out` (cleared first, capacity kept) with this step's plan.
   void schedule(SchedulerOutput& out);
   SchedulerOutput schedule();
-  // `sampled[i]` is the token for out.samples[i]. Advances counters, appends tokens, applies
-  // stop rules, frees finished requests' blocks at once. `events` (cleared first) gets one
-  // event per sampled token plus the ends of requests aborted since the last update.
+  // `sampled[k]` is the token for out.samples[k] and `finishes[k]` what the caller decided
+  // it does to its sample (EngineCore::update applies every stop rule; a sample must end by
+  // max_tokens or a full context at the latest: checked). Advances counters, appends tokens,
+  // frees the blocks of ended samples and finished requests at once. `events` (cleared
+  // first) gets the ends of requests aborted since the last update, then one event per
+  // sampled token.
   void update(const SchedulerOutput& out, std::span<const TokenId> sampled,
-              std::vector<SchedulerEvent>& events);
-  std::vector<SchedulerEvent> update(const SchedulerOutput& out,
-                                     std::span<const TokenId> sampled);
+              std::span<const FinishReason> finishes, std::vector<SchedulerEvent>& events);
+  std::vector<SchedulerEvent> update(const SchedulerOutput& out, std::span<const TokenId> sampled,
+                                     std::span<const FinishReason> finishes);
 
   bool has_unfinished() const { return !requests_.empty(); }
   const Request* find_request(RequestId id) const;  // nullptr once finished
@@ -159,8 +155,7 @@ class Scheduler {
   void emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t n_tokens,
                 int32_t& budget);
   // scheduler_update.cpp: the step's results.
-  FinishReason finish_check(const Request& r, const Sequence& s, TokenId token) const;
-  void finish_sample(Request& r, Sequence& s, FinishReason why);
+  void end_sample(Request& r, Sequence& s, FinishReason why);
   void fork_samples(Request& r);
   void retire(Request& r);
 

@@ -1,5 +1,5 @@
-// A step's results: counters advance, sampled tokens are appended, stop rules end samples,
-// carriers fork their samples, finished requests leave and free their blocks at once.
+// A step's results: counters advance, sampled tokens are appended, the samples the caller
+// ended free their blocks, carriers fork their samples, finished requests leave at once.
 #include <algorithm>
 
 #include "base/check.h"
@@ -7,15 +7,7 @@
 
 namespace tally {
 
-FinishReason Scheduler::finish_check(const Request& r, const Sequence& s, TokenId token) const {
-  const auto& stops = r.spec.stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return FinishReason::kStop;
-  if (static_cast<int32_t>(s.output.size()) >= r.spec.max_tokens) return FinishReason::kLength;
-  if (r.known_tokens(s) >= config_.max_model_len) return FinishReason::kLength;
-  return FinishReason::kNone;
-}
-
-void Scheduler::finish_sample(Request& r, Sequence& s, FinishReason why) {
+void Scheduler::end_sample(Request& r, Sequence& s, FinishReason why) {
   s.finish = why;
   if (kv_.contains(s.id)) {
     kv_.free(s.id);
@@ -49,12 +41,15 @@ void Scheduler::retire(Request& r) {
 }
 
 void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> sampled,
+                       std::span<const FinishReason> finishes,
                        std::vector<SchedulerEvent>& events) {
   TALLY_CHECK(awaiting_update_ && out.step == step_,
               "update() for step {} but the scheduler is at step {}", out.step, step_);
   TALLY_CHECK(out.scheduled.size() == rows_.size(), "update() with a foreign output");
   TALLY_CHECK(sampled.size() == out.samples.size(), "{} sampled tokens for {} sample slots",
               sampled.size(), out.samples.size());
+  TALLY_CHECK(finishes.size() == sampled.size(), "{} finish reasons for {} sampled tokens",
+              finishes.size(), sampled.size());
   events.clear();
   events.swap(pending_events_);
   done_.clear();
@@ -70,8 +65,13 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> samp
     TALLY_CHECK(s.id == slot.seq_id && s.live(), "sample slot {} for sequence {} is stale", k,
                 slot.seq_id);
     s.output.push_back(sampled[k]);
-    const FinishReason why = finish_check(r, s, sampled[k]);
-    if (why != FinishReason::kNone) finish_sample(r, s, why);
+    const FinishReason why = finishes[k];
+    TALLY_CHECK(why != FinishReason::kNone ||
+                    (static_cast<int32_t>(s.output.size()) < r.spec.max_tokens &&
+                     r.known_tokens(s) < config_.max_model_len),
+                "request {} sample {} is past max_tokens or the context but was not ended",
+                r.spec.id, s.index);
+    if (why != FinishReason::kNone) end_sample(r, s, why);
     events.push_back({r.spec.id, s.index, sampled[k], why, r.n_live == 0});
   }
   for (const RowRef& row : rows_) {
@@ -89,9 +89,10 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> samp
 }
 
 std::vector<SchedulerEvent> Scheduler::update(const SchedulerOutput& out,
-                                              std::span<const TokenId> sampled) {
+                                              std::span<const TokenId> sampled,
+                                              std::span<const FinishReason> finishes) {
   std::vector<SchedulerEvent> events;
-  update(out, sampled, events);
+  update(out, sampled, finishes, events);
   return events;
 }
 

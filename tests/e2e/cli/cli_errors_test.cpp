@@ -50,7 +50,7 @@ TEST(CliErrors, BadValues) {
 TEST(CliErrors, PromptLongerThanContext) {
   auto r = run_command(tally("generate -c 8 -p 'Once upon a time there was a little girl named Lily who'"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("context of 8 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the context holds 8"), std::string::npos) << r.err;
 }
 
 TEST(Cli, InfoDescribesBundledModel) {

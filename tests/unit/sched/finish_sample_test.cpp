@@ -1,5 +1,6 @@
-// Scheduler::finish_sample (a sample ended from outside, e.g. by a stop string) and
-// Scheduler::check_request (add_request's checks without the queue).
+// A sample that the caller ends before its limits (the engine's stop strings) through the
+// finish reasons given to Scheduler::update, and Scheduler::check_request (add_request's
+// checks without the queue).
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
@@ -9,6 +10,7 @@ namespace tally {
 namespace {
 
 using tally_test::ToyDriver;
+using tally_test::ToyRequest;
 
 constexpr int32_t kVocab = 64;
 
@@ -22,8 +24,8 @@ SchedulerConfig config() {
   return c;
 }
 
-RequestSpec spec(RequestId id, int32_t prompt_len, int32_t max_tokens, int32_t n = 1) {
-  RequestSpec r;
+ToyRequest spec(RequestId id, int32_t prompt_len, int32_t max_tokens, int32_t n = 1) {
+  ToyRequest r;
   r.id = id;
   for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back((id * 5 + i) % kVocab);
   r.max_tokens = max_tokens;
@@ -43,21 +45,37 @@ TEST(SchedulerFinishSample, EndsOneSampleFreesItsBlocksAndRetiresTheLast) {
   ASSERT_NE(r, nullptr);
   const SeqId first = r->samples[0].id;
   ASSERT_TRUE(s.kv().contains(first));
-  const int32_t free_before = s.kv().n_free_blocks();
+  // The blocks sample 0 holds alone (its copy of the last prompt block, its outputs').
+  const auto own_table = s.kv().block_table(first);
+  const auto other_table = s.kv().block_table(r->samples[1].id);
+  std::vector<BlockId> own;
+  for (BlockId b : own_table) {
+    if (std::find(other_table.begin(), other_table.end(), b) == other_table.end()) own.push_back(b);
+  }
+  ASSERT_FALSE(own.empty());
 
-  ASSERT_TRUE(s.finish_sample(1, 0, FinishReason::kStop).ok());
+  d.stop_next.push_back({1, 0});
+  d.step();  // sample 0 takes its 4th token and ends with it
+  EXPECT_EQ(d.finish[1][0], FinishReason::kStop);
+  EXPECT_EQ(d.outputs[1][0].size(), 4u);
   EXPECT_FALSE(s.kv().contains(first));
-  EXPECT_GT(s.kv().n_free_blocks(), free_before);  // its own (copied) block went back
-  EXPECT_EQ(s.finish_sample(1, 0, FinishReason::kStop).code(), ErrorCode::kNotFound);
-  EXPECT_EQ(s.finish_sample(1, 5, FinishReason::kStop).code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.finish_sample(9, 0, FinishReason::kStop).code(), ErrorCode::kNotFound);
+  // Its own blocks went back: no live sequence holds them.
+  for (const RequestId id : {RequestId{1}, RequestId{2}}) {
+    for (const Sequence& seq : s.find_request(id)->samples) {
+      if (!s.kv().contains(seq.id)) continue;
+      for (BlockId b : s.kv().block_table(seq.id)) {
+        EXPECT_EQ(std::count(own.begin(), own.end(), b), 0) << "block " << b;
+      }
+    }
+  }
   EXPECT_EQ(s.stats().n_running_seqs, 2);  // sample 1 and request 2
   ASSERT_TRUE(s.kv().check_invariants().ok());
 
-  const size_t before = d.outputs[1][0].size();
   d.step();
-  EXPECT_EQ(d.outputs[1][0].size(), before);  // sample 0 gets no more tokens
-  ASSERT_TRUE(s.finish_sample(1, 1, FinishReason::kStop).ok());
+  EXPECT_EQ(d.outputs[1][0].size(), 4u);  // sample 0 gets no more tokens
+  d.stop_next.push_back({1, 1});
+  d.step();
+  EXPECT_EQ(d.finish[1][1], FinishReason::kStop);
   EXPECT_EQ(s.find_request(1), nullptr);  // the last sample retired the request
   d.step();
   EXPECT_NE(std::find(d.out.finished_request_ids.begin(), d.out.finished_request_ids.end(), 1),
@@ -70,7 +88,7 @@ TEST(SchedulerFinishSample, CheckRequestMatchesAddRequest) {
   const SchedulerConfig c = config();
   EXPECT_TRUE(Scheduler::check_request(c, spec(1, 10, 8)).ok());
   EXPECT_EQ(Scheduler::check_request(c, spec(1, 0, 8)).code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(Scheduler::check_request(c, spec(1, 128, 8)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 128, 8)).code(), ErrorCode::kOutOfRange);
   EXPECT_EQ(Scheduler::check_request(c, spec(1, 10, 0)).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(Scheduler::check_request(c, spec(1, 10, 8, 5)).code(), ErrorCode::kInvalidArgument);
   // More KV than the pool holds: 64 blocks of 4 tokens; 4 samples of 119 tokens.

@@ -13,6 +13,7 @@ namespace {
 
 using tally_test::toy_reference;
 using tally_test::ToyDriver;
+using tally_test::ToyRequest;
 
 constexpr int32_t kVocab = 48;
 
@@ -22,8 +23,8 @@ Scheduler make(const SchedulerConfig& c) {
   return std::move(s).value();
 }
 
-RequestSpec spec(RequestId id, int32_t prompt_len, int32_t max_tokens, int32_t n = 1) {
-  RequestSpec r;
+ToyRequest spec(RequestId id, int32_t prompt_len, int32_t max_tokens, int32_t n = 1) {
+  ToyRequest r;
   r.id = id;
   for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back((id * 5 + i * 3) % kVocab);
   r.max_tokens = max_tokens;
@@ -48,8 +49,8 @@ TEST(Preemption, NewestRequestIsPreemptedAndRecomputedExactly) {
   c.kv.watermark = 0.0;
   Scheduler s = make(c);
   ToyDriver d(s, kVocab);
-  RequestSpec a = spec(1, 8, 20);  // grows to 27 stored tokens: 7 blocks
-  RequestSpec b = spec(2, 8, 12);
+  ToyRequest a = spec(1, 8, 20);  // grows to 27 stored tokens: 7 blocks
+  ToyRequest b = spec(2, 8, 12);
   ASSERT_TRUE(d.add(a).ok());
   ASSERT_TRUE(d.add(b).ok());
   bool saw_preemption = false;
@@ -88,7 +89,7 @@ TEST(Preemption, PreemptedRequestGoesBackToTheHeadOfTheQueue) {
   ASSERT_TRUE(d.add(spec(1, 8, 20)).ok());
   ASSERT_TRUE(d.add(spec(2, 8, 12)).ok());
   d.step();
-  RequestSpec urgent = spec(3, 4, 2);
+  ToyRequest urgent = spec(3, 4, 2);
   urgent.priority = -5;  // more important than both, but no slot is free
   ASSERT_TRUE(d.add(urgent).ok());
   while (s.stats().preemptions_total == 0 && d.steps < 50) d.step();
@@ -135,7 +136,7 @@ TEST(Preemption, ParallelSamplesShareThePromptBlocks) {
   c.kv.n_blocks = 40;
   Scheduler s = make(c);
   ToyDriver d(s, kVocab);
-  RequestSpec r = spec(1, 10, 6, /*n=*/4);  // 10 tokens: blocks of 4, 4, 2
+  ToyRequest r = spec(1, 10, 6, /*n=*/4);  // 10 tokens: blocks of 4, 4, 2
   ASSERT_TRUE(d.add(r).ok());
   d.step();  // the carrier computes the prompt; its last row feeds all four samples
   ASSERT_EQ(d.out.scheduled.size(), 1u);
@@ -166,7 +167,7 @@ TEST(Preemption, ParallelSamplesShareThePromptBlocks) {
 TEST(Preemption, SamplesThatEndOnTheirFirstTokenAreNeverForked) {
   Scheduler s = make(tiny_config());
   ToyDriver d(s, kVocab);
-  RequestSpec r = spec(1, 5, 1, /*n=*/3);
+  ToyRequest r = spec(1, 5, 1, /*n=*/3);
   ASSERT_TRUE(d.add(r).ok());
   ASSERT_TRUE(d.run(10));
   EXPECT_EQ(d.steps, 1);
@@ -176,7 +177,7 @@ TEST(Preemption, SamplesThatEndOnTheirFirstTokenAreNeverForked) {
 }
 
 struct Workload {
-  std::vector<std::pair<int64_t, RequestSpec>> arrivals;  // (step, request)
+  std::vector<std::pair<int64_t, ToyRequest>> arrivals;  // (step, request)
 };
 
 Workload random_workload(uint32_t seed, int n_requests, int32_t max_model_len,
@@ -188,7 +189,7 @@ Workload random_workload(uint32_t seed, int n_requests, int32_t max_model_len,
     step += rng() % 3;
     const int32_t prompt = 1 + static_cast<int32_t>(rng() % 36);
     const int32_t max_out = std::min<int32_t>(1 + rng() % 28, max_model_len - prompt);
-    RequestSpec r = spec(i, prompt, max_out, 1 + static_cast<int32_t>(rng() % max_n));
+    ToyRequest r = spec(i, prompt, max_out, 1 + static_cast<int32_t>(rng() % max_n));
     r.priority = static_cast<int32_t>(rng() % 3);
     if (rng() % 4 == 0) r.stop_token_ids = {static_cast<TokenId>(rng() % kVocab)};
     w.arrivals.push_back({step, std::move(r)});
@@ -203,7 +204,7 @@ void run_workload(Scheduler& s, const Workload& w, int64_t* preemptions) {
   std::vector<RequestId> rejected;  // more KV than the whole pool: refused up front
   while ((next < w.arrivals.size() || s.has_unfinished()) && d.steps < 5000) {
     while (next < w.arrivals.size() && w.arrivals[next].first <= d.steps) {
-      const RequestSpec& r = w.arrivals[next++].second;
+      const ToyRequest& r = w.arrivals[next++].second;
       const Status added = d.add(r);
       if (!added.ok()) {
         ASSERT_NE(added.message().find("KV blocks running alone"), std::string::npos)

@@ -12,6 +12,7 @@ namespace {
 
 using tally_test::toy_reference;
 using tally_test::ToyDriver;
+using tally_test::ToyRequest;
 
 constexpr int32_t kVocab = 64;
 
@@ -32,9 +33,9 @@ Scheduler make(const SchedulerConfig& c) {
   return std::move(s).value();
 }
 
-RequestSpec spec(RequestId id, int32_t prompt_len, int32_t max_tokens, int32_t priority = 0,
+ToyRequest spec(RequestId id, int32_t prompt_len, int32_t max_tokens, int32_t priority = 0,
                  int32_t n = 1) {
-  RequestSpec r;
+  ToyRequest r;
   r.id = id;
   for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back((id * 7 + i) % kVocab);
   r.max_tokens = max_tokens;
@@ -58,7 +59,7 @@ TEST(Scheduler, CreateRejectsBadConfig) {
 TEST(Scheduler, RejectsRequestsThatCanNeverRun) {
   Scheduler s = make(small_config());
   const Status too_long = s.add_request(spec(1, 128, 4));
-  EXPECT_EQ(too_long.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(too_long.code(), ErrorCode::kOutOfRange);
   EXPECT_NE(too_long.message().find("128 tokens"), std::string::npos) << too_long.message();
   EXPECT_NE(too_long.message().find("holds 128"), std::string::npos) << too_long.message();
   EXPECT_EQ(s.add_request(spec(2, 0, 4)).code(), ErrorCode::kInvalidArgument);
@@ -87,14 +88,14 @@ TEST(Scheduler, FullQueuePushesBack) {
   // Once some are admitted, there is room again.
   SchedulerOutput out = s.schedule();
   std::vector<TokenId> tokens(out.samples.size(), 1);
-  (void)s.update(out, tokens);
+  (void)s.update(out, tokens, tally_test::going(tokens.size()));
   EXPECT_TRUE(s.add_request(spec(99, 4, 4)).ok());
 }
 
 TEST(Scheduler, OneRequestRunsToItsReferenceOutput) {
   Scheduler s = make(small_config());
   ToyDriver d(s, kVocab);
-  RequestSpec r = spec(1, 10, 12);
+  ToyRequest r = spec(1, 10, 12);
   ASSERT_TRUE(d.add(r).ok());
   ASSERT_TRUE(d.run(100));
   EXPECT_EQ(d.outputs[1], toy_reference(r, 128, kVocab));
@@ -109,10 +110,10 @@ TEST(Scheduler, StopTokenAndFullContextEndSamples) {
   c.max_model_len = 20;
   Scheduler s = make(c);
   ToyDriver d(s, kVocab);
-  RequestSpec a = spec(1, 6, 100);
+  ToyRequest a = spec(1, 6, 100);
   const auto ref = toy_reference(a, 20, kVocab);
   a.stop_token_ids = {ref[0][3]};  // its 4th token
-  RequestSpec b = spec(2, 15, 100);
+  ToyRequest b = spec(2, 15, 100);
   ASSERT_TRUE(d.add(a).ok());
   ASSERT_TRUE(d.add(b).ok());
   ASSERT_TRUE(d.run(100));
@@ -126,7 +127,7 @@ TEST(Scheduler, StopTokenAndFullContextEndSamples) {
 TEST(Scheduler, BudgetAndSequenceCapHoldUnderLoad) {
   Scheduler s = make(small_config());
   ToyDriver d(s, kVocab);
-  std::vector<RequestSpec> specs;
+  std::vector<ToyRequest> specs;
   for (int i = 0; i < 8; ++i) specs.push_back(spec(i, 3 + 11 * i % 50, 5 + i));
   for (const auto& r : specs) ASSERT_TRUE(d.add(r).ok());
   int max_rows = 0, full_steps = 0;
@@ -147,8 +148,8 @@ TEST(Scheduler, ChunkedPrefillKeepsOtherDecodesFlowing) {
   c.max_batched_tokens = 16;
   Scheduler s = make(c);
   ToyDriver d(s, kVocab);
-  RequestSpec a = spec(1, 4, 30);
-  RequestSpec b = spec(2, 100, 3);
+  ToyRequest a = spec(1, 4, 30);
+  ToyRequest b = spec(2, 100, 3);
   ASSERT_TRUE(d.add(a).ok());
   d.step();  // a: prefill
   d.step();  // a: decoding
@@ -233,13 +234,13 @@ TEST(Scheduler, AMidPromptChunkSamplesNothing) {
     ASSERT_EQ(out.scheduled.size(), 1u);
     EXPECT_EQ(out.scheduled[0].n_tokens, 8);
     EXPECT_TRUE(out.samples.empty());
-    EXPECT_TRUE(s.update(out, {}).empty());
+    EXPECT_TRUE(s.update(out, {}, {}).empty());
   }
   SchedulerOutput out = s.schedule();
   EXPECT_EQ(out.scheduled[0].n_tokens, 4);
   ASSERT_EQ(out.samples.size(), 1u);
   const TokenId t = 5;
-  auto events = s.update(out, std::span<const TokenId>(&t, 1));
+  auto events = s.update(out, std::span<const TokenId>(&t, 1), tally_test::going(1));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].token, 5);
   EXPECT_EQ(s.find_request(1)->samples[0].num_computed, 20);
@@ -277,13 +278,14 @@ TEST(Scheduler, AbortBetweenScheduleAndUpdateDropsTheResults) {
   ASSERT_EQ(out.samples.size(), 2u);
   ASSERT_TRUE(s.abort_request(2).ok());
   const std::vector<TokenId> tokens = {3, 4};
-  auto events = s.update(out, tokens);
+  auto events = s.update(out, tokens, tally_test::going(tokens.size()));
   ASSERT_EQ(events.size(), 1u);  // only request 1's token
   EXPECT_EQ(events[0].request_id, 1);
   EXPECT_TRUE(s.find_request(2)->samples[0].output.empty());
   out = s.schedule();
   EXPECT_EQ(out.finished_request_ids, std::vector<RequestId>{2});
-  events = s.update(out, std::vector<TokenId>(out.samples.size(), 3));
+  events = s.update(out, std::vector<TokenId>(out.samples.size(), 3),
+                    tally_test::going(out.samples.size()));
   ASSERT_EQ(events.size(), 2u);  // the abort's end, then request 1's token
   EXPECT_EQ(events[0].request_id, 2);
   EXPECT_EQ(events[0].finish, FinishReason::kAbort);
@@ -297,14 +299,16 @@ TEST(Scheduler, AbortOfAWaitingRequest) {
   ASSERT_TRUE(s.add_request(spec(1, 4, 5)).ok());
   ASSERT_TRUE(s.add_request(spec(2, 4, 5)).ok());
   SchedulerOutput out = s.schedule();
-  (void)s.update(out, std::vector<TokenId>(out.samples.size(), 3));
+  (void)s.update(out, std::vector<TokenId>(out.samples.size(), 3),
+                 tally_test::going(out.samples.size()));
   EXPECT_EQ(s.stats().n_waiting, 1);
   ASSERT_TRUE(s.abort_request(2).ok());
   out = s.schedule();
   EXPECT_EQ(s.stats().n_waiting, 0);
   EXPECT_EQ(out.finished_request_ids, std::vector<RequestId>{2});
   EXPECT_TRUE(out.freed_seq_ids.empty());  // it never held blocks
-  (void)s.update(out, std::vector<TokenId>(out.samples.size(), 3));
+  (void)s.update(out, std::vector<TokenId>(out.samples.size(), 3),
+                 tally_test::going(out.samples.size()));
 }
 
 TEST(Scheduler, HigherPriorityIsAdmittedFirst) {

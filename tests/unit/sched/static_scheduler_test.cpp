@@ -9,6 +9,7 @@ namespace {
 
 using tally_test::toy_reference;
 using tally_test::ToyDriver;
+using tally_test::ToyRequest;
 
 constexpr int32_t kVocab = 40;
 
@@ -29,8 +30,8 @@ Scheduler make(const SchedulerConfig& c) {
   return std::move(s).value();
 }
 
-RequestSpec spec(RequestId id, int32_t prompt_len, int32_t max_tokens) {
-  RequestSpec r;
+ToyRequest spec(RequestId id, int32_t prompt_len, int32_t max_tokens) {
+  ToyRequest r;
   r.id = id;
   for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back((id * 3 + i) % kVocab);
   r.max_tokens = max_tokens;
@@ -66,7 +67,7 @@ TEST(StaticScheduler, BatchWaitsForItsSlowestMember) {
 TEST(StaticScheduler, ParallelSamplesEachReserveAContext) {
   Scheduler s = make(config(SchedulePolicy::kStatic));
   ToyDriver d(s, kVocab);
-  RequestSpec r = spec(1, 6, 4);
+  ToyRequest r = spec(1, 6, 4);
   r.n = 2;
   ASSERT_TRUE(d.add(r).ok());
   d.step();
@@ -82,7 +83,7 @@ double utilization(SchedulePolicy policy) {
   Scheduler s = make(c);
   ToyDriver d(s, kVocab);
   for (int i = 0; i < 8; ++i) {
-    const RequestSpec r = spec(i, 6, 2 + 3 * i % 7);
+    const ToyRequest r = spec(i, 6, 2 + 3 * i % 7);
     EXPECT_TRUE(d.add(r).ok());
   }
   EXPECT_TRUE(d.run(200));

@@ -3,13 +3,15 @@
 // fake KV pool the token each slot holds, and before "sampling" reads every position of a row
 // back through its block table and checks that it is that sequence's history. Its model is a
 // hash of (request, sample, history), so a request's output is fixed by its own tokens alone:
-// toy_reference() computes it without any scheduler.
+// toy_reference() computes it without any scheduler. The stop rules are the caller's (the
+// engine's, in tally): toy_finish() plays them for these tests, the same for both.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -32,8 +34,28 @@ inline TokenId toy_model(RequestId request, int32_t sample, std::span<const Toke
   return static_cast<TokenId>(h % static_cast<uint64_t>(vocab));
 }
 
+// A request with the stop tokens its toy engine ends samples on.
+struct ToyRequest : tally::RequestSpec {
+  std::vector<TokenId> stop_token_ids;
+};
+
+// The toy engine's stop rules: a stop token, max_tokens, a full context.
+inline tally::FinishReason toy_finish(const ToyRequest& spec, TokenId token, int32_t n_output,
+                                      int32_t n_known, int32_t max_model_len) {
+  for (TokenId s : spec.stop_token_ids) {
+    if (s == token) return tally::FinishReason::kStop;
+  }
+  if (n_output >= spec.max_tokens || n_known >= max_model_len) return tally::FinishReason::kLength;
+  return tally::FinishReason::kNone;
+}
+
+// Finish reasons for `n` sampled tokens that end nothing.
+inline std::vector<tally::FinishReason> going(size_t n) {
+  return std::vector<tally::FinishReason>(n, tally::FinishReason::kNone);
+}
+
 // Each sample's output when the request runs on its own.
-inline std::vector<std::vector<TokenId>> toy_reference(const tally::RequestSpec& spec,
+inline std::vector<std::vector<TokenId>> toy_reference(const ToyRequest& spec,
                                                        int32_t max_model_len, int32_t vocab) {
   std::vector<std::vector<TokenId>> outs(spec.n);
   for (int32_t i = 0; i < spec.n; ++i) {
@@ -42,12 +64,9 @@ inline std::vector<std::vector<TokenId>> toy_reference(const tally::RequestSpec&
       const TokenId t = toy_model(spec.id, i, hist, vocab);
       outs[i].push_back(t);
       hist.push_back(t);
-      bool stop = false;
-      for (TokenId s : spec.stop_token_ids) stop = stop || s == t;
-      if (stop || static_cast<int32_t>(outs[i].size()) >= spec.max_tokens ||
-          static_cast<int32_t>(hist.size()) >= max_model_len) {
-        break;
-      }
+      const auto n_out = static_cast<int32_t>(outs[i].size());
+      const auto n_known = static_cast<int32_t>(hist.size());
+      if (toy_finish(spec, t, n_out, n_known, max_model_len) != tally::FinishReason::kNone) break;
     }
   }
   return outs;
@@ -144,10 +163,11 @@ class ToyDriver {
       : sched_(sched),
         runner_(sched.kv().n_blocks(), sched.kv().block_size(), vocab) {}
 
-  tally::Status add(const tally::RequestSpec& spec) {
+  tally::Status add(const ToyRequest& spec) {
     tally::Status s = sched_.add_request(spec);
     if (s.ok()) {
       ids_.push_back(spec.id);
+      specs_[spec.id] = spec;
       outputs[spec.id].assign(spec.n, {});
       finish[spec.id].assign(spec.n, tally::FinishReason::kNone);
     }
@@ -179,7 +199,7 @@ class ToyDriver {
     EXPECT_EQ(sum, out.n_tokens);
     const std::vector<TokenId> sampled = runner_.step(out);
     ASSERT_EQ(sampled.size(), out.samples.size());
-    sched_.update(out, sampled, events);
+    sched_.update(out, sampled, finishes(sampled), events);
     for (const auto& e : events) {
       if (e.token != tally::kNoToken) outputs[e.request_id][e.seq_index].push_back(e.token);
       if (e.finish != tally::FinishReason::kNone) finish[e.request_id][e.seq_index] = e.finish;
@@ -210,6 +230,10 @@ class ToyDriver {
 
   const ToyRunner& runner() const { return runner_; }
 
+  // Samples (request, index) that the toy engine ends with kStop at their next token, as a
+  // stop string would.
+  std::vector<std::pair<RequestId, int32_t>> stop_next;
+
   tally::SchedulerOutput out;
   std::vector<tally::SchedulerEvent> events;
   std::unordered_map<RequestId, std::vector<std::vector<TokenId>>> outputs;
@@ -218,9 +242,30 @@ class ToyDriver {
   int64_t steps = 0;
 
  private:
+  std::vector<tally::FinishReason> finishes(const std::vector<TokenId>& sampled) {
+    std::vector<tally::FinishReason> why(sampled.size(), tally::FinishReason::kNone);
+    for (size_t k = 0; k < sampled.size(); ++k) {
+      const tally::SampleSlot& slot = out.samples[k];
+      const tally::Request* r = sched_.find_request(slot.request_id);
+      if (!r || r->abort_pending) continue;
+      const tally::Sequence& seq = r->samples[slot.seq_index];
+      const auto n_output = static_cast<int32_t>(seq.output.size()) + 1;
+      why[k] = toy_finish(specs_.at(slot.request_id), sampled[k], n_output,
+                          r->known_tokens(seq) + 1, sched_.config().max_model_len);
+      const std::pair<RequestId, int32_t> key{slot.request_id, slot.seq_index};
+      auto forced = std::find(stop_next.begin(), stop_next.end(), key);
+      if (forced != stop_next.end()) {
+        stop_next.erase(forced);
+        why[k] = tally::FinishReason::kStop;
+      }
+    }
+    return why;
+  }
+
   tally::Scheduler& sched_;
   ToyRunner runner_;
   std::vector<RequestId> ids_;
+  std::unordered_map<RequestId, ToyRequest> specs_;
 };
 
 }  // namespace tally_test

@@ -1,0 +1,176 @@
+// EngineCore's construction, its ledger, requests in and out, and its counters.
+#include "engine/engine_core.h"
+
+#include "base/log.h"
+#include "engine/ledger_text.h"
+#include "plan/gguf_source.h"
+
+namespace tally {
+
+namespace {
+
+SchedulerConfig scheduler_config(const EngineConfig& c, const EngineSizing& s) {
+  SchedulerConfig sc;
+  sc.policy = c.static_batching ? SchedulePolicy::kStatic : SchedulePolicy::kContinuous;
+  sc.max_batched_tokens = c.max_batched_tokens;
+  sc.max_seqs = c.max_seqs;
+  sc.max_model_len = s.max_model_len;
+  sc.max_waiting = c.max_waiting;
+  sc.kv.n_blocks = s.n_blocks;
+  sc.kv.block_size = c.block_size;
+  return sc;
+}
+
+BatchRunnerConfig runner_config(const EngineConfig& c, const EngineSizing& s) {
+  BatchRunnerConfig rc;
+  rc.n_blocks = s.n_blocks;
+  rc.block_size = c.block_size;
+  rc.kv_type = c.kv_type;
+  rc.max_tokens = c.max_batched_tokens;
+  rc.max_rows = c.max_seqs;
+  return rc;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& config) {
+  TALLY_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::load(config.model_path));
+  TALLY_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::from_gguf(model->gguf()));
+  return create(config, std::move(model), std::move(tokenizer));
+}
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& config,
+                                                       std::unique_ptr<Model> model,
+                                                       std::unique_ptr<Tokenizer> tokenizer) {
+  TALLY_ASSIGN_OR_RETURN(plan::PlanModel plan_model, plan::plan_model_from_gguf(model->gguf()));
+  TALLY_ASSIGN_OR_RETURN(EngineSizing sizing, engine_sizing(config, model->config(), plan_model));
+  TALLY_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(scheduler_config(config, sizing)));
+  TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BatchRunner> runner,
+                         BatchRunner::create(*model, runner_config(config, sizing)));
+  return std::make_unique<EngineCore>(config, std::move(model), std::move(tokenizer), sizing,
+                                      std::move(scheduler), std::move(runner));
+}
+
+EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
+                       std::unique_ptr<Tokenizer> tokenizer, const EngineSizing& sizing,
+                       Scheduler scheduler, std::unique_ptr<BatchRunner> runner)
+    : config_(config),
+      model_(std::move(model)),
+      tokenizer_(std::move(tokenizer)),
+      sched_config_(scheduler.config()),
+      n_vocab_(static_cast<int32_t>(model_->config().n_vocab)),
+      sched_(std::move(scheduler)),
+      runner_(std::move(runner)),
+      pool_(config.threads) {
+  // A sampled BOS starts a new document: it ends the sample, as llama2.c's run.c does.
+  for (int32_t id = 0; id < tokenizer_->n_vocab(); ++id) {
+    if (tokenizer_->is_eog(id) || id == tokenizer_->bos()) stop_tokens_.push_back(id);
+  }
+  build_ledger(sizing);
+  log_ledger();
+  const auto rows = static_cast<size_t>(config.max_seqs);
+  sampled_.reserve(rows);
+  finishes_.reserve(rows);
+  sched_events_.reserve(rows);
+  outbox_.reserve(2 * rows);
+  publish_metrics();
+}
+
+void EngineCore::build_ledger(const EngineSizing& sizing) {
+  const BatchRunnerBytes b = runner_->bytes();
+  ledger_.weight_bytes_mapped = model_->weights().mapped_bytes;
+  ledger_.weight_bytes_owned = model_->weights().owned_bytes;
+  ledger_.activation_bytes = b.activations();
+  ledger_.kv_bytes = b.kv;
+  ledger_.kv_blocks = sizing.n_blocks;
+  ledger_.block_size = config_.block_size;
+  ledger_.token_capacity = ledger_.kv_blocks * ledger_.block_size;
+  ledger_.kv_bytes_per_token = runner_->kv().shape().bytes_per_token();
+  // The block pool's bookkeeping: a reference count, a hash and two free-list links a block.
+  ledger_.other_bytes = int64_t{sizing.n_blocks} * (4 + 8 + 4 + 4);
+}
+
+void EngineCore::log_ledger() const {
+  // The same text `tally serve` prints and bench throughput reports (ledger_text.h), plus the
+  // settings it was sized for.
+  std::string text = format_ledger(ledger_);
+  text.pop_back();  // spdlog ends the line
+  spdlog::info("engine: memory ledger (batch of {} tokens, {} sequences, KV {}, context {}, {} "
+               "scheduling)\n{}",
+               config_.max_batched_tokens, config_.max_seqs, dtype_name(config_.kv_type),
+               sched_config_.max_model_len, config_.static_batching ? "static" : "continuous",
+               text);
+}
+
+Status EngineCore::check_request(const EngineRequest& r) const {
+  // Prompt length, max_tokens, n and KV room are the scheduler's to judge (one place).
+  RequestSpec shape;
+  shape.prompt = r.prompt;
+  shape.max_tokens = r.max_tokens;
+  shape.n = r.n;
+  TALLY_RETURN_IF_ERROR(Scheduler::check_request(sched_config_, shape));
+  for (size_t i = 0; i < r.prompt.size(); ++i) {
+    if (r.prompt[i] < 0 || r.prompt[i] >= n_vocab_) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "prompt token {} is {}, outside the vocabulary [0, {})", i, r.prompt[i],
+                        n_vocab_);
+    }
+  }
+  if (r.min_tokens < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "min_tokens is {} (must be >= 0)", r.min_tokens);
+  }
+  TALLY_RETURN_IF_ERROR(r.sampling.validate(n_vocab_));
+  return StopMatcher::validate(r.stop);
+}
+
+void EngineCore::add_request(RequestId id, EngineRequest request, uint64_t seed,
+                             EngineEventCallback on_event, EngineClock::time_point arrival) {
+  auto state = std::make_unique<RequestState>(RequestState::make(
+      id, request, seed, std::move(on_event), *tokenizer_, n_vocab_, arrival));
+  RequestState& r = *state;
+  requests_.emplace(id, std::move(state));
+  RequestSpec spec;
+  spec.id = id;
+  spec.prompt = std::move(request.prompt);
+  spec.max_tokens = request.max_tokens;
+  spec.n = request.n;
+  spec.priority = request.priority;
+  if (Status st = sched_.add_request(std::move(spec)); !st.ok()) {
+    fail_request(r, st);  // check_request() passed: only a full queue gets here
+  }
+  deliver();
+  forget_done();
+}
+
+void EngineCore::abort_request(RequestId id) { (void)sched_.abort_request(id); }
+
+void EngineCore::abort_all() {
+  for (auto& [id, r] : requests_) (void)sched_.abort_request(id);
+}
+
+EngineMetrics EngineCore::metrics() const {
+  std::lock_guard<std::mutex> lock(metrics_mu_);
+  return metrics_;
+}
+
+void EngineCore::publish_metrics() {
+  const SchedulerStats st = sched_.stats();
+  EngineMetrics m;
+  m.num_requests_running = st.n_running;
+  m.num_requests_waiting = st.n_waiting;
+  m.kv_cache_usage = st.kv_usage;
+  m.num_preemptions_total = st.preemptions_total;
+  m.prompt_tokens_total = prompt_tokens_total_;
+  m.generation_tokens_total = generation_tokens_total_;
+  m.steps_total = st.steps;
+  m.kv_blocks_total = sched_.kv().n_blocks();
+  m.kv_blocks_free = st.kv_free_blocks;
+  m.kv_utilization = st.kv_utilization();
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    metrics_ = m;
+  }
+  if (on_publish_) on_publish_(m);
+}
+
+}  // namespace tally
