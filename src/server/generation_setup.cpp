@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "sampling/sampling_check.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally::server {
@@ -19,14 +20,6 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// The field a sampling validation message is about.
-std::string sampling_field(const std::string& message) {
-  for (const char* field : {"logit_bias", "top_logprobs", "temperature", "top_p", "min_p"}) {
-    if (message.find(field) != std::string::npos) return field;
-  }
-  return {};
 }
 
 std::optional<ApiError> resolve_max_tokens(const ServerContext& ctx, const GenerationInput& in,
@@ -86,8 +79,10 @@ std::optional<ApiError> check_params(const ServerContext& ctx, const GenerationP
     return ApiError::bad_request(
         fmt::format("'n' is {}, more than this server's limit of {}", p.n, ctx.config.max_n), "n");
   }
-  const Status valid = p.sampling.validate(ctx.tokenizer.n_vocab());
-  if (!valid.ok()) return ApiError::bad_request(valid.message(), sampling_field(valid.message()));
+  const SamplingCheck valid = check_sampling_params(p.sampling, ctx.tokenizer.n_vocab());
+  if (!valid.status.ok()) {
+    return ApiError::bad_request(valid.status.message(), std::string(valid.field));
+  }
   return std::nullopt;
 }
 
