@@ -22,16 +22,23 @@ namespace tally::perf {
 
 enum class PeakInstruction { kFmaF32, kDotInt8, kDotBf16 };
 
+// Samples are short, and the peak is the sum over threads of each thread's fastest sample:
+// on a shared machine a register loop can only be slowed down (descheduled, its core
+// shared), a sample shorter than a scheduler time slice often runs alone, and the loops of
+// different cores do not interfere (no memory), while all threads being unshared at the same
+// moment is rare under load.
 struct InstructionPeakOptions {
-  int repetitions = 10;              // timed samples
-  int warmup = 2;                    // untimed samples first (also lifts the clock)
-  double seconds_per_sample = 0.02;  // each thread loops for about this long per sample
+  int repetitions = 20;               // timed samples
+  int warmup = 2;                     // untimed samples first (also lifts the clock)
+  double seconds_per_sample = 0.002;  // each thread loops for about this long per sample
 };
 
 struct InstructionPeak {
   PeakInstruction kind = PeakInstruction::kFmaF32;
   std::string instruction;  // e.g. "vpdpbusd zmm"
   Stats gops;               // G ops/s (1e9) of each timed sample, all threads together
+  double peak_gops = 0;     // sum over threads of each one's fastest sample (see the options)
+  double peak() const { return peak_gops; }
 };
 
 // One entry per instruction this CPU has at the current ISA level (scalar: none).

@@ -267,7 +267,10 @@ std::vector<KernelPeak> peaks_at_instruction_rate(const std::vector<KernelPeak>&
     const InstructionPeak* p = instruction_peak_for(peaks, k.type);
     if (p == nullptr) continue;
     KernelPeak at = k;
-    at.gflops = p->gops;
+    at.gflops = Stats{};
+    at.gflops.n = 1;
+    at.gflops.min = at.gflops.p10 = at.gflops.median = at.gflops.mean = at.gflops.p90 =
+        at.gflops.max = p->peak();
     out.push_back(at);
   }
   return out;
@@ -296,8 +299,8 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
                   stats_line(r.bandwidth.triad_gbs, "GB/s")));
   r.instruction_peaks = measure_instruction_peaks(pool, o.instruction_peak);
   for (const InstructionPeak& p : r.instruction_peaks)
-    say(fmt::format("{} peak ({}): {}", peak_instruction_name(p.kind), p.instruction,
-                    stats_line(p.gops, "Gop/s")));
+    say(fmt::format("{} peak ({}): {:.1f} Gop/s, samples {}", peak_instruction_name(p.kind),
+                    p.instruction, p.peak(), stats_line(p.gops, "Gop/s")));
   KernelPeakOptions kp = o.peak;
   kp.n_in = config.n_embd;
   for (DType type : matrix_types(r.cost)) {

@@ -54,8 +54,8 @@ std::string row_basis(const BenchRow& row) {
 // " = 29.1% of int8 dot (vpdpbusd zmm)", or nothing when that peak was not measured.
 std::string share_of_instruction(const ModelBenchResult& r, const KernelPeak& k) {
   const InstructionPeak* p = instruction_peak_for(r.instruction_peaks, k.type);
-  if (p == nullptr || p->gops.median <= 0) return "";
-  return fmt::format(" = {:.1f}% of {}", 100 * k.gflops.median / p->gops.median,
+  if (p == nullptr || p->peak() <= 0) return "";
+  return fmt::format(" = {:.1f}% of {}", 100 * k.gflops.median / p->peak(),
                      peak_instruction_name(p->kind));
 }
 
@@ -83,9 +83,9 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
       r.bandwidth.read_gbs.median, range(r.bandwidth.read_gbs, 1), r.bandwidth.triad_gbs.median,
       range(r.bandwidth.triad_gbs, 1), o.ceiling == CeilingBandwidth::kRead ? "read" : "triad");
   for (const InstructionPeak& p : r.instruction_peaks)
-    out += fmt::format("  {} peak  {:.1f} Gop/s ({})  [{}, registers only]\n",
-                       peak_instruction_name(p.kind), p.gops.median, range(p.gops, 1),
-                       p.instruction);
+    out += fmt::format(
+        "  {} peak  {:.1f} Gop/s (fastest of {}; p10-p90 {})  [{}, registers only]\n",
+        peak_instruction_name(p.kind), p.peak(), p.gops.n, range(p.gops, 1), p.instruction);
   for (const KernelPeak& p : r.peaks)
     out += fmt::format("  kernel peak {:<6}{:.1f} GFLOP/s ({})  [{} x {} panel, {} tokens]{}\n",
                        dtype_name(p.type), p.gflops.median, range(p.gflops, 1), p.n_out, p.n_in,
@@ -143,6 +143,7 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
   for (const InstructionPeak& p : r.instruction_peaks)
     j["instruction_peak_gops"].push_back({{"kind", peak_instruction_name(p.kind)},
                                           {"instruction", p.instruction},
+                                          {"peak_gops", p.peak()},
                                           {"gops", stats_json(p.gops)}});
   j["kernel_peak_gflops"] = nlohmann::json::array();
   for (const KernelPeak& p : r.peaks) {
@@ -152,9 +153,9 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
                         {"n_out", p.n_out},
                         {"n_tokens", p.n_tokens}};
     const InstructionPeak* ip = instruction_peak_for(r.instruction_peaks, p.type);
-    if (ip != nullptr && ip->gops.median > 0) {
+    if (ip != nullptr && ip->peak() > 0) {
       k["instruction"] = peak_instruction_name(ip->kind);
-      k["fraction_of_instruction_peak"] = p.gflops.median / ip->gops.median;
+      k["fraction_of_instruction_peak"] = p.gflops.median / ip->peak();
     }
     j["kernel_peak_gflops"].push_back(k);
   }
