@@ -63,20 +63,28 @@ TEST(MatmulAvx512Emulated, BitIdenticalToScalar) {
       {DType::kQ4_K, emu.q4_k, ref.q4_k, 256}, {DType::kQ4_K, emu.q4_k, ref.q4_k, 2560},
       {DType::kQ6_K, emu.q6_k, ref.q6_k, 256}, {DType::kQ6_K, emu.q6_k, ref.q6_k, 2560},
       {DType::kF16, emu.f16, ref.f16, 67},     {DType::kF32, emu.f32, ref.f32, 67},
+      {DType::kBF16, emu.bf16, ref.bf16, 67},
   };
+  // (rows, tokens): one token (the 256-bit kernels), a pair and a lone group of 3 tokens,
+  // and the GEMM's 32-row panels over more than one block of tokens.
+  const int64_t shapes[][2] = {{13, 1}, {13, 3}, {45, 70}};
   for (const Case& c : cases) {
-    const auto w = test::make_weights(c.type, 13, c.n_in, 5);
-    const auto x = test::make_acts(3, c.n_in, 6);
-    const auto a = run(c.emu, w.view, x, 3);
-    const auto b = run(c.ref, w.view, x, 3);
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
-        << dtype_name(c.type) << " n_in=" << c.n_in << ": " << a[0] << " vs " << b[0];
-    if (!repack_supported(c.type)) continue;
-    // The repacked layout: the kernels read it in place instead of interleaving per task.
-    const RepackedWeights r(w.view);
-    const auto p = run(c.emu, r.view(), x, 3);
-    EXPECT_EQ(0, std::memcmp(p.data(), b.data(), p.size() * sizeof(float)))
-        << dtype_name(c.type) << " repacked, n_in=" << c.n_in;
+    for (const auto& [n_out, n_tokens] : shapes) {
+      const auto w = test::make_weights(c.type, n_out, c.n_in, 5);
+      const auto x = test::make_acts(n_tokens, c.n_in, 6);
+      const auto a = run(c.emu, w.view, x, n_tokens);
+      const auto b = run(c.ref, w.view, x, n_tokens);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+          << dtype_name(c.type) << " n_in=" << c.n_in << " rows=" << n_out
+          << " tokens=" << n_tokens << ": " << a[0] << " vs " << b[0];
+      if (!repack_supported(c.type)) continue;
+      // The repacked layout: the kernels read it in place instead of interleaving per task.
+      const RepackedWeights r(w.view);
+      const auto p = run(c.emu, r.view(), x, n_tokens);
+      EXPECT_EQ(0, std::memcmp(p.data(), b.data(), p.size() * sizeof(float)))
+          << dtype_name(c.type) << " repacked, n_in=" << c.n_in << " rows=" << n_out
+          << " tokens=" << n_tokens;
+    }
   }
 }
 

@@ -260,6 +260,22 @@ double decode_compute_ceiling_tok_s(const ModelCost& c, const std::vector<Kernel
   return s > 0 ? 1.0 / s : 0;
 }
 
+std::vector<KernelPeak> peaks_at_instruction_rate(const std::vector<KernelPeak>& kernel_peaks,
+                                                  const std::vector<InstructionPeak>& peaks) {
+  std::vector<KernelPeak> out;
+  for (const KernelPeak& k : kernel_peaks) {
+    const InstructionPeak* p = instruction_peak_for(peaks, k.type);
+    if (p == nullptr) continue;
+    KernelPeak at = k;
+    at.gflops = Stats{};
+    at.gflops.n = 1;
+    at.gflops.min = at.gflops.p10 = at.gflops.median = at.gflops.mean = at.gflops.p90 =
+        at.gflops.max = p->peak();
+    out.push_back(at);
+  }
+  return out;
+}
+
 Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
                                          const ModelBenchOptions& o,
                                          const std::function<void(const std::string&)>& progress) {
@@ -281,6 +297,10 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
   r.bandwidth = measure_memory_bandwidth(pool, bw);
   say(fmt::format("bandwidth: read {}, triad {}", stats_line(r.bandwidth.read_gbs, "GB/s"),
                   stats_line(r.bandwidth.triad_gbs, "GB/s")));
+  r.instruction_peaks = measure_instruction_peaks(pool, o.instruction_peak);
+  for (const InstructionPeak& p : r.instruction_peaks)
+    say(fmt::format("{} peak ({}): {:.1f} Gop/s, samples {}", peak_instruction_name(p.kind),
+                    p.instruction, p.peak(), stats_line(p.gops, "Gop/s")));
   KernelPeakOptions kp = o.peak;
   kp.n_in = config.n_embd;
   for (DType type : matrix_types(r.cost)) {
@@ -289,6 +309,8 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
     say(fmt::format("kernel peak {}: {}", dtype_name(type),
                     stats_line(r.peaks.back().gflops, "GFLOP/s")));
   }
+
+  const std::vector<KernelPeak> hw_peaks = peaks_at_instruction_rate(r.peaks, r.instruction_peaks);
 
   int64_t max_tokens = 1, max_batch = 1;
   for (int64_t p : o.prompt_lengths) max_tokens = std::max(max_tokens, std::min(p, o.ubatch));
@@ -304,6 +326,7 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
     TALLY_ASSIGN_OR_RETURN(row.tok_s, time_prefill(model, pool, o, p, buf));
     row.flops_per_token = r.cost.layer_flops + r.cost.output_flops / static_cast<double>(p);
     row.compute_ceiling_tok_s = prefill_ceiling_tok_s(r.cost, p, r.peaks);
+    row.hardware_ceiling_tok_s = prefill_ceiling_tok_s(r.cost, p, hw_peaks);
     row.ceiling_tok_s = row.compute_ceiling_tok_s;
     row.fraction = row.ceiling_tok_s > 0 ? row.tok_s.median / row.ceiling_tok_s : 0;
     say(fmt::format("prefill {}: {}", p, stats_line(row.tok_s, "tok/s")));
@@ -331,6 +354,7 @@ Result<ModelBenchResult> run_model_bench(const Model& model, ThreadPool& pool,
     row.memory_ceiling_tok_s =
         static_cast<double>(b) * row.bandwidth_gbs * 1e9 / row.bytes_per_step;
     row.compute_ceiling_tok_s = decode_compute_ceiling_tok_s(r.cost, r.peaks);
+    row.hardware_ceiling_tok_s = decode_compute_ceiling_tok_s(r.cost, hw_peaks);
     row.ceiling_tok_s = row.compute_ceiling_tok_s > 0
                             ? std::min(row.memory_ceiling_tok_s, row.compute_ceiling_tok_s)
                             : row.memory_ceiling_tok_s;

@@ -35,6 +35,7 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "model/model.h"
+#include "perf/instruction_peak.h"
 #include "perf/kernel_peak.h"
 #include "perf/memory_bandwidth.h"
 #include "perf/stats.h"
@@ -58,6 +59,7 @@ struct ModelBenchOptions {
   size_t bandwidth_bytes = kDefaultBandwidthBytes;
   CeilingBandwidth ceiling = CeilingBandwidth::kRead;
   KernelPeakOptions peak;  // n_in is set to the model's n_embd
+  InstructionPeakOptions instruction_peak;
   uint32_t seed = 1;       // of the random token ids
 };
 
@@ -86,6 +88,12 @@ double prefill_ceiling_tok_s(const ModelCost& cost, int64_t prompt_tokens,
                              const std::vector<KernelPeak>& peaks);
 double decode_compute_ceiling_tok_s(const ModelCost& cost, const std::vector<KernelPeak>& peaks);
 
+// Each kernel peak's type at its instruction's peak rate (instruction_peak.h): the peaks the
+// ceilings above take for a kernel that used its instruction fully. Types whose instruction
+// was not measured are left out.
+std::vector<KernelPeak> peaks_at_instruction_rate(const std::vector<KernelPeak>& kernel_peaks,
+                                                  const std::vector<InstructionPeak>& peaks);
+
 enum class BenchKind { kPrefill, kDecode };
 
 struct BenchRow {
@@ -95,6 +103,9 @@ struct BenchRow {
   double ceiling_tok_s = 0;         // the lower of the two below (prefill: compute)
   double memory_ceiling_tok_s = 0;  // decode only
   double compute_ceiling_tok_s = 0;
+  // The compute ceiling with every kernel at its instruction's peak (what the hardware
+  // allows); the row's tok/s over it is the share of the hardware's peak it reaches.
+  double hardware_ceiling_tok_s = 0;
   double bytes_per_step = 0;   // decode: what the memory ceiling divides
   // Decode: the ceiling bandwidth (GB/s) of this row: with --ceiling read, the median of a
   // read pass taken just before each timed step (on a shared machine the bandwidth drifts by
@@ -118,6 +129,7 @@ struct ModelBenchResult {
   std::array<double, 3> load_after = {};
   ModelCost cost;
   BandwidthResult bandwidth;
+  std::vector<InstructionPeak> instruction_peaks;  // of this CPU's ISA level
   std::vector<KernelPeak> peaks;         // one per matrix type of the model
   std::vector<BenchRow> rows;            // prefill rows (in prompt order), then decode rows
 };

@@ -51,6 +51,14 @@ std::string row_basis(const BenchRow& row) {
   return fmt::format("{} (memory {:.1f})", compute, row.memory_ceiling_tok_s);
 }
 
+// " = 29.1% of int8 dot (vpdpbusd zmm)", or nothing when that peak was not measured.
+std::string share_of_instruction(const ModelBenchResult& r, const KernelPeak& k) {
+  const InstructionPeak* p = instruction_peak_for(r.instruction_peaks, k.type);
+  if (p == nullptr || p->peak() <= 0) return "";
+  return fmt::format(" = {:.1f}% of {}", 100 * k.gflops.median / p->peak(),
+                     peak_instruction_name(p->kind));
+}
+
 nlohmann::json stats_json(const Stats& s) {
   return {{"n", s.n},     {"median", s.median}, {"p10", s.p10},  {"p90", s.p90},
           {"min", s.min}, {"max", s.max},       {"mean", s.mean}};
@@ -74,12 +82,16 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
       "  memory bandwidth  read {:.1f} GB/s ({})  triad {:.1f} GB/s ({})  -> decode uses {}\n",
       r.bandwidth.read_gbs.median, range(r.bandwidth.read_gbs, 1), r.bandwidth.triad_gbs.median,
       range(r.bandwidth.triad_gbs, 1), o.ceiling == CeilingBandwidth::kRead ? "read" : "triad");
+  for (const InstructionPeak& p : r.instruction_peaks)
+    out += fmt::format(
+        "  {} peak  {:.1f} Gop/s (fastest of {}; p10-p90 {})  [{}, registers only]\n",
+        peak_instruction_name(p.kind), p.peak(), p.gops.n, range(p.gops, 1), p.instruction);
   for (const KernelPeak& p : r.peaks)
-    out += fmt::format("  kernel peak {:<6}{:.1f} GFLOP/s ({})  [{} x {} panel, {} tokens]\n",
+    out += fmt::format("  kernel peak {:<6}{:.1f} GFLOP/s ({})  [{} x {} panel, {} tokens]{}\n",
                        dtype_name(p.type), p.gflops.median, range(p.gflops, 1), p.n_out, p.n_in,
-                       p.n_tokens);
-  out += fmt::format("\n{:<13} {:>9} {:>17} {:>9} {:>8} {:>7}  {}\n", "test", "tok/s", "p10-p90",
-                     "ceiling", "of ceil", "x b=1", "ceiling from");
+                       p.n_tokens, share_of_instruction(r, p));
+  out += fmt::format("\n{:<13} {:>9} {:>17} {:>9} {:>8} {:>7} {:>7}  {}\n", "test", "tok/s",
+                     "p10-p90", "ceiling", "of ceil", "of hw", "x b=1", "ceiling from");
   const double b1 = batch1_tok_s(r);
   for (const BenchRow& row : r.rows) {
     const std::string name = fmt::format("{} {}", kind_name(row.kind), row.n);
@@ -88,8 +100,13 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
     const std::string vs1 = row.kind == BenchKind::kDecode && b1 > 0
                                 ? fmt::format("{:.2f}", row.tok_s.median / b1)
                                 : "";
-    out += fmt::format("{:<13} {:>9.2f} {:>17} {:>9.2f} {:>8} {:>7}  {}\n", name, row.tok_s.median,
-                       range(row.tok_s, 2), row.ceiling_tok_s, pct, vs1, row_basis(row));
+    const std::string hw =
+        row.hardware_ceiling_tok_s > 0
+            ? fmt::format("{:.1f}%", 100 * row.tok_s.median / row.hardware_ceiling_tok_s)
+            : "-";
+    out += fmt::format("{:<13} {:>9.2f} {:>17} {:>9.2f} {:>8} {:>7} {:>7}  {}\n", name,
+                       row.tok_s.median, range(row.tok_s, 2), row.ceiling_tok_s, pct, hw, vs1,
+                       row_basis(row));
   }
   return out;
 }
@@ -122,13 +139,26 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
                         {"triad", stats_json(r.bandwidth.triad_gbs)},
                         {"read_bytes", r.bandwidth.read_bytes},
                         {"triad_bytes", r.bandwidth.triad_bytes}};
+  j["instruction_peak_gops"] = nlohmann::json::array();
+  for (const InstructionPeak& p : r.instruction_peaks)
+    j["instruction_peak_gops"].push_back({{"kind", peak_instruction_name(p.kind)},
+                                          {"instruction", p.instruction},
+                                          {"peak_gops", p.peak()},
+                                          {"gops", stats_json(p.gops)}});
   j["kernel_peak_gflops"] = nlohmann::json::array();
-  for (const KernelPeak& p : r.peaks)
-    j["kernel_peak_gflops"].push_back({{"type", dtype_name(p.type)},
-                                       {"gflops", stats_json(p.gflops)},
-                                       {"n_in", p.n_in},
-                                       {"n_out", p.n_out},
-                                       {"n_tokens", p.n_tokens}});
+  for (const KernelPeak& p : r.peaks) {
+    nlohmann::json k = {{"type", dtype_name(p.type)},
+                        {"gflops", stats_json(p.gflops)},
+                        {"n_in", p.n_in},
+                        {"n_out", p.n_out},
+                        {"n_tokens", p.n_tokens}};
+    const InstructionPeak* ip = instruction_peak_for(r.instruction_peaks, p.type);
+    if (ip != nullptr && ip->peak() > 0) {
+      k["instruction"] = peak_instruction_name(ip->kind);
+      k["fraction_of_instruction_peak"] = p.gflops.median / ip->peak();
+    }
+    j["kernel_peak_gflops"].push_back(k);
+  }
   j["tests"] = nlohmann::json::array();
   const double b1 = batch1_tok_s(r);
   for (const BenchRow& row : r.rows) {
@@ -138,7 +168,8 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
                         {"ceiling_tok_s", row.ceiling_tok_s},
                         {"compute_ceiling_tok_s", row.compute_ceiling_tok_s},
                         {"flops_per_token", row.flops_per_token},
-                        {"fraction_of_ceiling", row.fraction}};
+                        {"fraction_of_ceiling", row.fraction},
+                        {"hardware_ceiling_tok_s", row.hardware_ceiling_tok_s}};
     if (row.kind == BenchKind::kDecode) {
       t["memory_ceiling_tok_s"] = row.memory_ceiling_tok_s;
       t["bytes_per_step"] = row.bytes_per_step;

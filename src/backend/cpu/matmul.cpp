@@ -20,9 +20,10 @@ using detail::MatmulKernels;
 using detail::MatmulTile;
 using detail::MatmulTileFn;
 
-// Weight rows per task: a multiple of the kernels' row groups, small enough to spread
-// 4096 rows over many threads, large enough that y writes of two tasks rarely share a line.
-constexpr int64_t kRowChunk = 16;
+// Weight rows per task: a multiple of the kernels' row groups (the AVX-512 GEMM's register
+// tile is 32 rows), small enough to spread 256 rows over 8 tasks, large enough that y writes
+// of two tasks rarely share a line.
+constexpr int64_t kRowChunk = 32;
 static_assert(kRowChunk % detail::kInterleave == 0, "tasks must hold whole interleaved groups");
 
 // Rows per task. With few tokens a product streams its weights from memory once: a few long

@@ -2,10 +2,18 @@
 // dispatch found VNNI). The quantized dots use vpdpbusd on 256-bit vectors (AVX512-VL), which
 // replaces maddubs + madd with one instruction and cannot saturate; the rest of the
 // arithmetic, and so every result, is the AVX2 path's (matmul_interleaved_simd.h,
-// matmul_simd_quant.h). Float weights are memory-bound and use the AVX2 kernels, which give
-// the canonical order (matmul_kernels.h).
+// matmul_simd_quant.h). Q8_0 / Q4_0 with several tokens take the 512-bit GEMM
+// (matmul_gemm_zmm.h), one token the 256-bit kernels: the same bits either way. Float weights
+// with several tokens take 512-bit fma (matmul_float_zmm.h); one token, memory-bound, the AVX2
+// kernels. All follow the canonical order (matmul_kernels.h).
+// GCC 12's AVX-512 intrinsics start from an undefined vector (`__m512 __Y = __Y;`), which
+// -W(maybe-)uninitialized reports wherever they are inlined; set before <immintrin.h>.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include "backend/cpu/matmul_float_zmm.h"
+#include "backend/cpu/matmul_gemm_zmm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_simd_quant.h"
@@ -35,16 +43,22 @@ struct VnniDot {
   }
 };
 
+// Float weights: the 512-bit tile for several tokens, the 256-bit kernels otherwise.
+template <class Load, MatmulTileFn MatmulKernels::*narrow>
+void tile_float(const MatmulTile& tile) {
+  simd::tile_float_zmm<Load>(tile, matmul_kernels_avx2().*narrow);
+}
+
 }  // namespace
 
 const MatmulKernels& matmul_kernels_avx512_vnni() {
   static const MatmulKernels k = {
       "avx512-vnni",
-      matmul_kernels_avx2().f32,
-      matmul_kernels_avx2().f16,
-      matmul_kernels_avx2().bf16,
-      simd::tile_interleaved<VnniDot, simd::Q8_0x8>,
-      simd::tile_interleaved<VnniDot, simd::Q4_0x8>,
+      tile_float<simd::PairF32, &MatmulKernels::f32>,
+      tile_float<simd::PairF16, &MatmulKernels::f16>,
+      tile_float<simd::PairBf16, &MatmulKernels::bf16>,
+      simd::tile_gemm_zmm<VnniDot, simd::Q8_0Zmm>,
+      simd::tile_gemm_zmm<VnniDot, simd::Q4_0Zmm>,
       simd::tile_rows<simd::Q4KKernel<VnniDot>>,
       simd::tile_rows<simd::Q6KKernel<VnniDot>>,
       matmul_kernels_avx2().act32,

@@ -42,6 +42,9 @@ ModelBenchOptions quick_options() {
   o.peak.warmup = 0;
   o.peak.seconds_per_sample = 0.002;
   o.peak.rows_per_thread = 16;
+  o.instruction_peak.repetitions = 2;
+  o.instruction_peak.warmup = 0;
+  o.instruction_peak.seconds_per_sample = 0.002;
   return o;
 }
 
@@ -86,7 +89,8 @@ TEST_F(ModelBenchTest, ShortRunFillsEveryRow) {
   std::vector<std::string> lines;
   auto r = run_model_bench(*model_, pool, o, [&](const std::string& l) { lines.push_back(l); });
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  EXPECT_EQ(lines.size(), 1u + 1u + 4u);  // bandwidth, one peak (f32), four tests
+  // bandwidth, the instruction peaks, one kernel peak (f32), four tests
+  EXPECT_EQ(lines.size(), 1u + r->instruction_peaks.size() + 1u + 4u);
   ASSERT_EQ(r->rows.size(), 4u);
   const BenchKind kinds[] = {BenchKind::kPrefill, BenchKind::kPrefill, BenchKind::kDecode,
                              BenchKind::kDecode};
@@ -101,6 +105,10 @@ TEST_F(ModelBenchTest, ShortRunFillsEveryRow) {
     EXPECT_GT(row.ceiling_tok_s, 0.0);
     EXPECT_LE(row.ceiling_tok_s, row.compute_ceiling_tok_s);
     EXPECT_GT(row.fraction, 0.0);
+    // f32's kernel is bound by fp32 FMA: present wherever there is a vector ISA level.
+    if (instruction_peak_for(r->instruction_peaks, DType::kF32) != nullptr) {
+      EXPECT_GT(row.hardware_ceiling_tok_s, 0.0);
+    }
     if (!row.memory_bound()) {  // a memory-bound row pairs each step with its own bandwidth
       EXPECT_DOUBLE_EQ(row.fraction, row.tok_s.median / row.ceiling_tok_s);
     }

@@ -1,0 +1,144 @@
+// The many-token product of float weights (F32, F16, BF16) on 512-bit fma (AVX-512): only
+// matmul_avx512.cpp includes this.
+//
+// The canonical order (matmul_kernels.h) gives each (row, token) eight lanes, element k in
+// lane k % 8, so one dot product cannot use sixteen lanes. A zmm instead holds two rows' eight
+// lanes side by side: [row r, elements k..k+7 | row r+1, elements k..k+7], multiplied by the
+// token's x[k..k+7] broadcast to both halves (one vbroadcastf64x4 load). Each half is then
+// exactly the 256-bit kernel's accumulator of its row: the same fma on the same lane values
+// in the same order, so the same bits.
+//
+// Register tile: kFloatPairs row pairs (8 rows) x kFloatTokens tokens = 16 accumulators; the
+// row pairs are loaded and widened to f32 once per 8 elements for the 4 tokens.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backend/cpu/matmul_kernels.h"
+#include "tensor/half.h"
+
+namespace tally::cpu::detail::simd {
+// Internal linkage: the emulated test (bench/matmul_avx512_emulated.cpp) instantiates the same
+// templates with other flags, and the linker must never pick one copy for both.
+namespace {
+
+inline constexpr int kFloatPairs = 4;
+inline constexpr int kFloatTokens = 4;
+// Tokens per block: their f32 rows (8 KiB each at n_in 2048) stay in L2 while the tile's row
+// panels take turns in L1.
+inline constexpr int64_t kFloatTokenBlock = 32;
+
+// Two 256-bit halves side by side (AVX512F; SIMDe emulates it, not every wider form).
+[[gnu::always_inline]] static inline __m512 join_ps(__m256 lo, __m256 hi) {
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+}
+
+// Elements k..k+7 of rows a and b, as f32 in the low and high half.
+struct PairF32 {
+  static __m512 vec(const uint8_t* a, const uint8_t* b, int64_t k) {
+    return join_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(a) + k),
+                   _mm256_loadu_ps(reinterpret_cast<const float*>(b) + k));
+  }
+  static float at(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
+};
+// F16 halves widened with F16C (the AVX2 kernels' conversion: same values).
+struct PairF16 {
+  static __m512 vec(const uint8_t* a, const uint8_t* b, int64_t k) {
+    return join_ps(
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + 2 * k))),
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * k))));
+  }
+  static float at(const uint8_t* row, int64_t k) {
+    return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+// BF16 halves: the bits shifted into the top of each f32 (in 256-bit halves, as the AVX2
+// kernels do: SIMDe has no 512-bit widening).
+struct PairBf16 {
+  static __m256 half(const uint8_t* row, int64_t k) {
+    const __m256i h =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+  static __m512 vec(const uint8_t* a, const uint8_t* b, int64_t k) {
+    return join_ps(half(a, k), half(b, k));
+  }
+  static float at(const uint8_t* row, int64_t k) {
+    return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
+  }
+};
+
+// x[k..k+7] in both halves.
+[[gnu::always_inline]] static inline __m512 broadcast_x8(const float* x) {
+  return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(reinterpret_cast<const double*>(x))));
+}
+
+// 2P rows from `rows` x T tokens (x: token t at x + t * n); y[t * n_out + r].
+template <class Load, int P, int T>
+void float_pairs(const uint8_t* const* rows, const float* x, int64_t n, float* y, int64_t n_out) {
+  __m512 acc[P][T];
+  for (int p = 0; p < P; ++p)
+    for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
+  const int64_t n8 = n & ~int64_t{7};
+  for (int64_t k = 0; k < n8; k += 8) {
+    __m512 wv[P];
+    for (int p = 0; p < P; ++p) wv[p] = Load::vec(rows[2 * p], rows[2 * p + 1], k);
+    for (int t = 0; t < T; ++t) {
+      const __m512 xv = broadcast_x8(x + t * n + k);
+      for (int p = 0; p < P; ++p) acc[p][t] = _mm512_fmadd_ps(wv[p], xv, acc[p][t]);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    for (int t = 0; t < T; ++t) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, acc[p][t]);
+      for (int h = 0; h < 2; ++h) {
+        float s = lanes8_reduce(lanes + 8 * h);
+        for (int64_t k = n8; k < n; ++k) s = fma_f32(Load::at(rows[2 * p + h], k), x[t * n + k], s);
+        y[t * n_out + 2 * p + h] = s;
+      }
+    }
+  }
+}
+
+// Tokens [t0, t_end) against the 2P rows from o.
+template <class Load, int P>
+void float_pairs_tokens(const MatmulTile& tile, int64_t o, int64_t t0, int64_t t_end) {
+  const WeightMatrix& w = *tile.w;
+  const uint8_t* rows[2 * P];
+  for (int r = 0; r < 2 * P; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
+  const float* x = tile.acts->x;
+  float* y = tile.y + o;
+  int64_t t = t0;
+  for (; t + kFloatTokens <= t_end; t += kFloatTokens)
+    float_pairs<Load, P, kFloatTokens>(rows, x + t * w.n_in, w.n_in, y + t * w.n_out, w.n_out);
+  for (; t < t_end; ++t) float_pairs<Load, P, 1>(rows, x + t * w.n_in, w.n_in, y + t * w.n_out, w.n_out);
+}
+
+// Several tokens: the tile's rows in panels of 2 * kFloatPairs, then pairs; a last odd row
+// and a lone token take the 256-bit kernel `narrow` (same bits).
+template <class Load>
+void tile_float_zmm(const MatmulTile& tile, MatmulTileFn narrow) {
+  const int64_t n_tokens = tile.acts->n_tokens;
+  if (n_tokens < 2) return narrow(tile);
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kFloatTokenBlock) {
+    const int64_t t_end = std::min(t0 + kFloatTokenBlock, n_tokens);
+    int64_t o = tile.row_begin;
+    for (; o + 2 * kFloatPairs <= tile.row_end; o += 2 * kFloatPairs)
+      float_pairs_tokens<Load, kFloatPairs>(tile, o, t0, t_end);
+    for (; o + 2 <= tile.row_end; o += 2) float_pairs_tokens<Load, 1>(tile, o, t0, t_end);
+    if (o < tile.row_end) {
+      // The last row for these tokens: a tile of one row whose y starts at token t0.
+      MatmulActs sub = *tile.acts;
+      sub.x += t0 * tile.w->n_in;
+      sub.n_tokens = t_end - t0;
+      narrow(MatmulTile{tile.w, &sub, o, tile.row_end, tile.y + t0 * tile.w->n_out});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tally::cpu::detail::simd
