@@ -64,8 +64,11 @@ run_case user-missing-no-sudo 1000 libfmt-dev no 1
 # For real, as a non-root user, on this machine (where CI's setup.sh has installed everything).
 if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
   rc=0
+  # A copy nobody can read, whatever the permissions of the checkout's folders.
+  cp "$setup" "$work/setup.sh"
+  chmod a+rx "$work" "$work/setup.sh"
   out=$(cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin setpriv --reuid=nobody --regid=nogroup \
-    --clear-groups bash "$setup" 2>&1) || rc=$?
+    --clear-groups bash "$work/setup.sh" 2>&1) || rc=$?
   [[ $rc == 0 && $out == *"packages present"* ]] || fail "as nobody: exit status $rc: $out"
 fi
 

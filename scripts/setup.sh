@@ -14,7 +14,7 @@ packages=(
   libboost-dev                      # Asio + Beast (tally serve)
   curl prometheus                   # server e2e tests: raw HTTP, promtool checks /metrics
   python3                           # test helpers (golden-vector readers)
-  bsdutils                          # script(1): the pseudo terminal of the chat e2e test
+  tmux                              # the terminal of the chat e2e test (tally generate --chat)
 )
 
 # Runs a command as root: directly when we are root, else through sudo when there is one.
