@@ -1,9 +1,11 @@
 // Shared pieces of the subcommands: the default model, error reporting, exit codes.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "base/status.h"
+#include "model/model.h"
 
 namespace tally::cli {
 
@@ -13,8 +15,15 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
-// models/stories260K.gguf of this checkout (or $TALLY_MODEL): every command's default model.
+// Every command's default model: $TALLY_MODEL, else the bundled stories260K.gguf of this
+// installation (<prefix>/share/tally/models) or of this checkout (models/).
 std::string default_model_path();
+
+// Model::load with a progress bar on stderr while the weights are bound (when it is a terminal).
+Result<std::unique_ptr<Model>> load_model(const std::string& path);
+
+// Writes `text` to stdout and flushes it: streamed output appears as it is produced.
+void write_stdout(std::string_view text);
 
 // Prints "tally: <context>: <message>" on one line to stderr; returns the exit code for it.
 int report_error(const Status& status);
