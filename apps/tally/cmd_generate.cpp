@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "chat_session.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "model/model.h"
@@ -31,7 +32,17 @@ struct GenerateArgs {
   bool ignore_eos = false;
   bool print_ids = false;
   std::vector<std::string> stop;
+  bool chat = false;
+  std::string chat_template;
 };
+
+int run_chat_command(const GenerateArgs& a, const Model& model, const Tokenizer& tok, DType kv_type) {
+  ChatOptions options{a.prompt, a.chat_template, {}, a.stop, a.threads, a.ctx_size, a.batch_size, kv_type};
+  options.turn.max_new_tokens = a.n_predict;
+  options.turn.sampling = a.sampling;
+  options.turn.ignore_eos = a.ignore_eos;
+  return run_chat(model, tok, options);
+}
 
 void write_out(std::string_view s) {
   if (s.empty()) return;
@@ -51,13 +62,14 @@ int run_generate(GenerateArgs args) {
   if (Status st = check_args(args); !st.ok()) return report_error(st);
   auto kv_type = plan::kv_type_from_name(args.kv_type);
   if (!kv_type.ok()) return report_error(kv_type.status().with_context("--kv-type"));
-  auto model = Model::load(args.model);
+  auto model = load_model(args.model);
   if (!model.ok()) return report_error(model.status());
   const ModelConfig& config = (*model)->config();
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
   if (!tokenizer.ok()) return report_error(tokenizer.status());
   const Tokenizer& tok = **tokenizer;
   if (Status st = args.sampling.validate(static_cast<int32_t>(config.n_vocab)); !st.ok()) return report_error(st);
+  if (args.chat) return run_chat_command(args, **model, tok, *kv_type);
 
   GenerateRequest request;
   request.prompt = tok.encode(args.prompt, /*add_special=*/true, args.parse_special);
@@ -147,6 +159,9 @@ Runner add_generate_command(CLI::App& app) {
   app.add_flag("--parse-special", args->parse_special, "Recognise special-token texts in the prompt");
   app.add_flag("--ignore-eos", args->ignore_eos, "Keep generating past end-of-generation tokens");
   app.add_flag("--print-ids", args->print_ids, "Print the sampled token ids to stderr");
+  app.add_flag("--chat", args->chat, "Interactive multi-turn chat on stdin/stdout (-p: the system message)");
+  app.add_option("--chat-template", args->chat_template,
+                 "Jinja chat template file for --chat (default: the model's, else plain User:/Assistant:)");
   return [args] { return run_generate(*args); };
 }
 
