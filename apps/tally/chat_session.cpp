@@ -96,7 +96,9 @@ class ChatSession {
               ChatTemplateChoice choice)
       : model_(model), tok_(tok), options_(options), choice_(std::move(choice)),
         ctx_(ChatTemplateContext::from_tokenizer(tok)),
-        n_ctx_(options.ctx_size > 0 ? options.ctx_size : model.config().context_length),
+        // The model holds positions up to its context_length: -c can only lower that.
+        n_ctx_(options.ctx_size > 0 ? std::min<int64_t>(options.ctx_size, model.config().context_length)
+                                    : model.config().context_length),
         pool_(options.threads),
         generator_(model, pool_, static_cast<int32_t>(n_ctx_), options.batch_size,
                    /*block_size=*/16, options.kv_type) {

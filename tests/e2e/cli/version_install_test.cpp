@@ -18,8 +18,9 @@ TEST(Version, NamesVersionCommitAndCpuPaths) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("tally 0.", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("(commit "), std::string::npos) << r.out;
-  if (tally_test::file_exists(tally_test::repo_path(".git")))  // built from a git checkout
+  if (tally_test::file_exists(tally_test::repo_path(".git"))) {  // built from a git checkout
     EXPECT_EQ(r.out.find("(commit unknown"), std::string::npos) << r.out;
+  }
   EXPECT_NE(r.out.find("CPU features: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kernels: "), std::string::npos) << r.out;
 
