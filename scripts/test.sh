@@ -15,6 +15,10 @@ ctest --preset release -j "$JOBS"
 # docs/cli.md's flag tables are generated from --help: a flag added without regenerating fails.
 bash scripts/gen_cli_docs.sh --check build/release/tally
 
+echo "== the first ten minutes: setup.sh as root / user, the README's quick start as written"
+bash scripts/check_setup.sh
+bash scripts/check_readme.sh
+
 echo "== ASan + UBSan build + tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$JOBS"

@@ -50,7 +50,7 @@ Status apply_named_args(BenchModelArgs& a) {
 
 int run_bench_model(BenchModelArgs args) {
   if (Status st = apply_named_args(args); !st.ok()) return report_error(st);
-  auto model = Model::load(args.model);
+  auto model = load_model(args.model);
   if (!model.ok()) return report_error(model.status());
   const ModelConfig& c = (*model)->config();
   if (Status st = perf::validate_model_bench_options(args.options, c); !st.ok())

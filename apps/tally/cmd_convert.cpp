@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
+#include "progress_bar.h"
 #include "commands.h"
 #include "io/llama2c.h"
 #include "plan/plan_presets.h"
@@ -41,7 +42,10 @@ int run_synthetic(quant::SyntheticOptions o) {
     o.vocab_gguf = *path;
   }
   const auto start = std::chrono::steady_clock::now();
+  ProgressBar bar("writing " + o.output_path);
+  o.on_progress = bar.callback();
   auto s = quant::write_synthetic_model(o);
+  bar.finish();
   if (!s.ok()) return report_error(s.status());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr, "tally: wrote {} ({}, {}, seed {}): {} tensors, {:.3f} B parameters, {:.1f} MiB in {:.1f} s on {} threads\n",

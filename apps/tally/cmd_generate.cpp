@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "chat_session.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/engine_core.h"
@@ -33,7 +34,18 @@ struct GenerateArgs {
   bool ignore_eos = false;
   bool print_ids = false;
   std::vector<std::string> stop;
+  bool chat = false;
+  std::string chat_template;
 };
+
+int run_chat_command(const GenerateArgs& a, std::unique_ptr<Model> model,
+                     std::unique_ptr<Tokenizer> tok, DType kv_type) {
+  ChatOptions options{a.prompt, a.chat_template, {}, a.stop, a.threads, a.ctx_size, a.batch_size, kv_type};
+  options.turn.max_tokens = a.n_predict;
+  options.turn.sampling = a.sampling;
+  options.turn.ignore_eos = a.ignore_eos;
+  return run_chat(std::move(model), std::move(tok), options);
+}
 
 void write_out(std::string_view s) {
   if (s.empty()) return;
@@ -49,22 +61,14 @@ Status check_args(const GenerateArgs& a) {
   return StopMatcher::validate(a.stop);
 }
 
-// One sequence on the engine core: a context of -c tokens, a KV pool just large enough for
-// this prompt and -n tokens (as the timing line reports), -b tokens a step.
+// A KV pool just large enough for this prompt and -n tokens (as the timing line reports).
 EngineConfig generate_engine_config(const GenerateArgs& args, const ModelConfig& model,
                                     DType kv_type, int64_t n_prompt) {
-  EngineConfig c;
-  c.model_path = args.model;
-  c.threads = args.threads;
-  c.max_batched_tokens = args.batch_size;
-  c.max_seqs = 1;
-  c.max_model_len = args.ctx_size;  // 0 = the model's
-  c.block_size = 16;
-  c.kv_type = kv_type;
   const int64_t n_ctx = args.ctx_size > 0 ? args.ctx_size : model.context_length;
-  const int64_t positions = std::max<int64_t>(1, std::min<int64_t>(n_ctx, n_prompt + args.n_predict));
-  const int64_t block_bytes = KvCacheShape::for_model(model, 1, c.block_size, kv_type).bytes();
-  c.kv_cache_memory = (positions + c.block_size - 1) / c.block_size * block_bytes;
+  EngineConfig c = single_sequence_engine_config(
+      model, {args.threads, args.batch_size, args.ctx_size,
+              std::min<int64_t>(n_ctx, n_prompt + args.n_predict), kv_type});
+  c.model_path = args.model;
   return c;
 }
 
@@ -99,11 +103,12 @@ int run_generate(GenerateArgs args) {
   if (Status st = check_args(args); !st.ok()) return report_error(st);
   auto kv_type = plan::kv_type_from_name(args.kv_type);
   if (!kv_type.ok()) return report_error(kv_type.status().with_context("--kv-type"));
-  auto model = Model::load(args.model);
+  auto model = load_model(args.model);
   if (!model.ok()) return report_error(model.status());
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
   if (!tokenizer.ok()) return report_error(tokenizer.status());
   const Tokenizer& tok = **tokenizer;
+  if (args.chat) return run_chat_command(args, std::move(*model), std::move(*tokenizer), *kv_type);
 
   EngineRequest request;
   request.prompt = tok.encode(args.prompt, /*add_special=*/true, args.parse_special);
@@ -182,6 +187,9 @@ Runner add_generate_command(CLI::App& app) {
   app.add_flag("--parse-special", args->parse_special, "Recognise special-token texts in the prompt");
   app.add_flag("--ignore-eos", args->ignore_eos, "Keep generating past end-of-generation tokens");
   app.add_flag("--print-ids", args->print_ids, "Print the sampled token ids to stderr");
+  app.add_flag("--chat", args->chat, "Interactive multi-turn chat on stdin/stdout (-p: the system message)");
+  app.add_option("--chat-template", args->chat_template,
+                 "Jinja chat template file for --chat (default: the model's, else plain User:/Assistant:)");
   return [args] { return run_generate(*args); };
 }
 

@@ -8,12 +8,13 @@
 #include "base/log.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   using namespace tally::cli;
   CLI::App app{"tally: LLM inference engine and server (CPU)", "tally"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("tally ") + TALLY_VERSION);
+  app.set_version_flag("--version", version_text, "Print the version, the commit and the CPU features in use");
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error, off")
       ->capture_default_str();

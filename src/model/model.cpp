@@ -4,16 +4,16 @@
 
 namespace tally {
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& gguf_path) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& gguf_path, const LoadProgress& progress) {
   TALLY_ASSIGN_OR_RETURN(io::GgufFile gguf, io::GgufFile::open(gguf_path));
-  auto model = from_gguf(std::move(gguf));
+  auto model = from_gguf(std::move(gguf), progress);
   if (!model.ok()) return model.status().with_context(gguf_path);
   return model;
 }
 
-Result<std::unique_ptr<Model>> Model::from_gguf(io::GgufFile gguf) {
+Result<std::unique_ptr<Model>> Model::from_gguf(io::GgufFile gguf, const LoadProgress& progress) {
   TALLY_ASSIGN_OR_RETURN(ModelConfig config, model_config_from_gguf(gguf));
-  TALLY_ASSIGN_OR_RETURN(ModelWeights weights, bind_weights(gguf, config));
+  TALLY_ASSIGN_OR_RETURN(ModelWeights weights, bind_weights(gguf, config, progress));
   return std::unique_ptr<Model>(new Model(std::move(gguf), std::move(config), std::move(weights)));
 }
 

@@ -28,8 +28,10 @@ namespace tally {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> load(const std::string& gguf_path);
-  static Result<std::unique_ptr<Model>> from_gguf(io::GgufFile gguf);
+  // progress: called as the weights are bound, layer by layer (e.g. a progress bar).
+  static Result<std::unique_ptr<Model>> load(const std::string& gguf_path,
+                                             const LoadProgress& progress = {});
+  static Result<std::unique_ptr<Model>> from_gguf(io::GgufFile gguf, const LoadProgress& progress = {});
 
   const ModelConfig& config() const { return config_; }
   const io::GgufFile& gguf() const { return gguf_; }

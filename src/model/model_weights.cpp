@@ -98,7 +98,8 @@ Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
 
 }  // namespace
 
-Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c) {
+Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c,
+                                  const LoadProgress& progress) {
   ModelWeights w;
   Binder b(gguf, w);
   // Embedding rows are read one at a time (and may double as the output): GGUF's layout.
@@ -119,6 +120,7 @@ Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c
   for (int64_t i = 0; i < c.n_layers; ++i) {
     TALLY_ASSIGN_OR_RETURN(LayerWeights l, bind_layer(b, c, i));
     w.layers.push_back(l);
+    if (progress) progress(i + 1, c.n_layers);
   }
   return w;
 }

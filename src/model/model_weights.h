@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct ModelWeights {
   int64_t repacked_bytes = 0;             // of owned_bytes, the repacked matrices
 };
 
-Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& config);
+// Called after each layer is bound (mapped, converted, repacked): done of total layers.
+using LoadProgress = std::function<void(int64_t done, int64_t total)>;
+
+Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& config,
+                                  const LoadProgress& progress = {});
 
 }  // namespace tally

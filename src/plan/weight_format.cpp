@@ -8,7 +8,7 @@ namespace tally::plan {
 
 namespace {
 
-std::string lower(std::string_view s) {
+std::string lower_ascii(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
@@ -24,7 +24,7 @@ bool gets_more_bits(int layer, int64_t n_layers) {
 }  // namespace
 
 Result<WeightFormat> weight_format_from_name(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = lower_ascii(name);
   WeightFormat f;
   f.name = n;
   if (n == "file") {

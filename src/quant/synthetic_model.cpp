@@ -97,7 +97,9 @@ RowFill fill_of(const SyntheticTensor& t, uint64_t seed, float weight_std) {
 
 Status add_tensors(const SyntheticModelSpec& spec, const std::vector<SyntheticTensor>& tensors,
                    const SyntheticOptions& o, RowProducer& rows, io::GgufWriter& w) {
-  for (const SyntheticTensor& t : tensors) {
+  const auto n_tensors = static_cast<int64_t>(tensors.size());
+  for (int64_t i = 0; i < n_tensors; ++i) {
+    const SyntheticTensor& t = tensors[i];
     if (t.shape.name == "rope_freqs.weight") {
       const std::vector<float> f =
           llama3_rope_factors(spec.shape.head_dim, spec.rope_freq_base, *spec.llama3_rope);
@@ -107,8 +109,10 @@ Status add_tensors(const SyntheticModelSpec& spec, const std::vector<SyntheticTe
     }
     const RowFill fill = fill_of(t, o.seed, o.weight_std);
     TALLY_RETURN_IF_ERROR(w.add_tensor_streamed(
-        t.shape.name, t.type, t.dims, [&rows, fill, t](io::GgufWriter::TensorEmit emit) {
-          return rows.produce(t.type, t.shape.n_cols, t.shape.n_rows, fill, emit);
+        t.shape.name, t.type, t.dims, [&rows, &o, fill, t, i, n_tensors](io::GgufWriter::TensorEmit emit) {
+          Status st = rows.produce(t.type, t.shape.n_cols, t.shape.n_rows, fill, emit);
+          if (o.on_progress) o.on_progress(i + 1, n_tensors);
+          return st;
         }));
   }
   return Status::ok_status();

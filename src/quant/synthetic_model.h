@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ struct SyntheticOptions {
   std::string output_path;
   int n_threads = 0;                       // 0 = one per hardware thread
   float weight_std = 0.02f;
+  // Called as the file is written: tensors written of the total (e.g. a progress bar).
+  std::function<void(int64_t done, int64_t total)> on_progress;
 };
 
 // One tensor of the file.

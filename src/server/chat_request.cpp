@@ -14,7 +14,7 @@ using namespace json_fields;
 
 namespace {
 
-constexpr int64_t kMaxLogprobs = 20;
+constexpr int64_t kMaxTopLogprobs = 20;
 
 bool known_role(const std::string& role) {
   return role == "system" || role == "developer" || role == "user" || role == "assistant" ||
@@ -51,7 +51,7 @@ Error read_chat_logprobs(const Json& o, GenerationParams& p) {
   bool logprobs = false;
   TALLY_API_TRY(read_bool(o, "logprobs", logprobs));
   std::optional<int64_t> top;
-  TALLY_API_TRY(read_int(o, "top_logprobs", 0, kMaxLogprobs, top));
+  TALLY_API_TRY(read_int(o, "top_logprobs", 0, kMaxTopLogprobs, top));
   if (top && *top > 0 && !logprobs) {
     return ApiError::bad_request("'top_logprobs' needs 'logprobs' to be true", "top_logprobs");
   }

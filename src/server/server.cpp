@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-int64_t unix_now() {
+int64_t unix_seconds_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -59,7 +59,7 @@ struct Server::Impl {
         keys(config.api_keys),
         limiter(config.rate_limits),
         ctx{io,         config, engine, engine.tokenizer(), *chat, observer, limiter,
-            unix_now(), false,  {}},
+            unix_seconds_now(), false,  {}},
         router(keys, config.open_health, config.open_metrics),
         http(
             io, config.http,

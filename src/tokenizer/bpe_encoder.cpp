@@ -10,7 +10,7 @@ namespace tally::tok {
 
 namespace {
 
-struct Symbol {
+struct BpeSymbol {
   int32_t id;  // -1: a byte the vocabulary cannot spell (never merges)
   int32_t prev;
   int32_t next;
@@ -37,7 +37,7 @@ struct CandidateLess {
 
 // Buffers reused across the words of one encode() call.
 struct BpeEncoder::Scratch {
-  std::vector<Symbol> symbols;
+  std::vector<BpeSymbol> symbols;
   std::vector<Candidate> heap;
   std::string spelled;
 };
@@ -125,8 +125,8 @@ void BpeEncoder::encode_word(std::string_view word, Scratch& scratch,
     std::pop_heap(heap.begin(), heap.end(), CandidateLess{});
     const Candidate c = heap.back();
     heap.pop_back();
-    Symbol& left = sym[c.left];
-    Symbol& right = sym[c.right];
+    BpeSymbol& left = sym[c.left];
+    BpeSymbol& right = sym[c.right];
     if (!left.alive || !right.alive || left.next != c.right || left.id != c.left_id ||
         right.id != c.right_id) {
       continue;
