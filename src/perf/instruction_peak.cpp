@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "base/cpu_features.h"
 #include "perf/instruction_loops.h"
+#include "perf/seconds_since.h"
 
 namespace tally::perf {
 
@@ -52,10 +53,6 @@ std::vector<PeakLoop> loops_of_this_cpu() {
       break;
   }
   return loops;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Where the loops' results go, so that no loop is dead code.

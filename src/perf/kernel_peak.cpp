@@ -8,17 +8,10 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/matmul_repack.h"
 #include "base/check.h"
+#include "perf/seconds_since.h"
 #include "tensor/quantize.h"
 
 namespace tally::perf {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 KernelPeak measure_kernel_peak(DType type, ThreadPool& pool, const KernelPeakOptions& o) {
   TALLY_CHECK(
