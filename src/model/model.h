@@ -8,7 +8,7 @@
 // Architectures differ only by the flags of their ArchTraits row.
 //
 // Thread rules: a Model is immutable after load; forward() is const and may run concurrently
-// on different (KvCache, ForwardScratch, ThreadPool) triples.
+// on different (KvStorage, ForwardScratch, ThreadPool) triples.
 #pragma once
 
 #include <memory>
@@ -20,7 +20,7 @@
 #include "io/gguf.h"
 #include "model/batch.h"
 #include "model/forward_scratch.h"
-#include "model/kv_cache.h"
+#include "model/kv_storage.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 
@@ -40,7 +40,7 @@ class Model {
   // Runs the batch: writes K/V of its tokens into `kv` at their slots and writes
   // logits [batch.logit_rows.size()][n_vocab]. A batch that does not fit the model, the cache
   // or the scratch (see validate_batch) is an InvalidArgument and changes nothing.
-  Status forward(const Batch& batch, KvCache& kv, ForwardScratch& scratch, ThreadPool& pool,
+  Status forward(const Batch& batch, KvStorage& kv, ForwardScratch& scratch, ThreadPool& pool,
                  float* logits) const;
 
  private:

@@ -16,7 +16,7 @@ namespace {
 // One call of forward(): the batch, its buffers and the per-step tables.
 class ForwardStep {
  public:
-  ForwardStep(const Model& m, const Batch& b, KvCache& kv, ForwardScratch& s, ThreadPool& pool)
+  ForwardStep(const Model& m, const Batch& b, KvStorage& kv, ForwardScratch& s, ThreadPool& pool)
       : c_(m.config()), w_(m.weights()), freqs_(m.rope_freqs()), b_(b), kv_(kv), s_(s), pool_(pool),
         n_(b.n_tokens()) {}
 
@@ -115,7 +115,7 @@ class ForwardStep {
   const ModelWeights& w_;
   const std::vector<float>& freqs_;
   const Batch& b_;
-  KvCache& kv_;
+  KvStorage& kv_;
   ForwardScratch& s_;
   ThreadPool& pool_;
   const int64_t n_;
@@ -123,11 +123,11 @@ class ForwardStep {
 
 }  // namespace
 
-Status Model::forward(const Batch& batch, KvCache& kv, ForwardScratch& scratch, ThreadPool& pool,
+Status Model::forward(const Batch& batch, KvStorage& kv, ForwardScratch& scratch, ThreadPool& pool,
                       float* logits) const {
   if (!scratch.fits(config_))
     return make_error(ErrorCode::kInvalidArgument, "forward: the scratch buffers were sized for another model");
-  const KvCacheShape& ks = kv.shape();
+  const KvStorageShape& ks = kv.shape();
   if (ks.n_layers != config_.n_layers || ks.n_kv_heads != config_.n_kv_heads || ks.head_dim != config_.head_dim)
     return make_error(ErrorCode::kInvalidArgument,
                       "forward: the KV cache holds {} layers x {} heads x {} dims, the model needs {} x {} x {}",

@@ -34,9 +34,9 @@ Generator::Generator(const Model& model, ThreadPool& pool, int32_t max_context, 
       block_size_(block_size) {
   TALLY_CHECK(max_context > 0 && block_size > 0, "bad generator sizes {} {}", max_context, block_size);
   const int32_t n_blocks = (max_context + block_size - 1) / block_size;
-  auto kv = KvCache::create(KvCacheShape::for_model(model.config(), n_blocks, block_size, kv_type));
+  auto kv = KvStorage::create(KvStorageShape::for_model(model.config(), n_blocks, block_size, kv_type));
   TALLY_CHECK(kv.ok(), "KV cache: {}", kv.status().message());
-  kv_ = std::make_unique<KvCache>(std::move(kv).value());
+  kv_ = std::make_unique<KvStorage>(std::move(kv).value());
   scratch_ = std::make_unique<ForwardScratch>(model.config(), max_batch_);
   block_table_.resize(n_blocks);
   for (int32_t i = 0; i < n_blocks; ++i) block_table_[i] = i;

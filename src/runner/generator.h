@@ -53,7 +53,7 @@ class Generator {
   Result<GenerateStats> generate(const GenerateRequest& request,
                                  FunctionRef<bool(int32_t token)> on_token);
 
-  const KvCache& kv_cache() const { return *kv_; }
+  const KvStorage& kv_cache() const { return *kv_; }
 
   // Logits of the last forward (for tests): [n_vocab].
   std::span<const float> last_logits() const { return logits_; }
@@ -64,7 +64,7 @@ class Generator {
   int32_t max_context_;
   int32_t max_batch_;
   int32_t block_size_;
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<KvStorage> kv_;
   std::unique_ptr<ForwardScratch> scratch_;
   std::vector<int32_t> block_table_;  // identity: sequence block i -> physical block i
   std::vector<float> logits_;         // [n_vocab]
