@@ -5,31 +5,27 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "io/gguf_hparams.h"
+
 namespace tally {
 
 namespace {
 
-// Large enough for any real model, small enough that products of two stay far from overflow.
-constexpr int64_t kMaxDim = int64_t{1} << 24;
+constexpr int64_t kMaxDim = io::kMaxHparamDim;
 
+// The keys only the model reads (the shared shape keys are io/gguf_hparams.h's).
 struct KeyReader {
   const io::GgufFile& gguf;
   std::string_view arch;
 
-  std::string key(std::string_view suffix) const { return fmt::format("{}.{}", arch, suffix); }
+  std::string key(std::string_view suffix) const { return io::gguf_arch_key(arch, suffix); }
   Result<int64_t> dim(std::string_view suffix) const {
-    TALLY_ASSIGN_OR_RETURN(int64_t v, gguf.get_int(key(suffix)));
-    return check_dim(suffix, v);
+    auto v = io::gguf_arch_dim(gguf, arch, suffix);
+    return v.ok() ? v : v.status().with_context("model");
   }
   Result<int64_t> dim_or(std::string_view suffix, int64_t fallback) const {
-    TALLY_ASSIGN_OR_RETURN(int64_t v, gguf.get_int_or(key(suffix), fallback));
-    return check_dim(suffix, v);
-  }
-  Result<int64_t> check_dim(std::string_view suffix, int64_t v) const {
-    if (v <= 0 || v > kMaxDim)
-      return make_error(ErrorCode::kFormat, "model: key '{}' = {} is out of range [1, {}]",
-                        key(suffix), v, kMaxDim);
-    return v;
+    auto v = io::gguf_arch_dim_or(gguf, arch, suffix, fallback);
+    return v.ok() ? v : v.status().with_context("model");
   }
   Result<float> positive_float_or(std::string_view suffix, double fallback) const {
     TALLY_ASSIGN_OR_RETURN(double v, gguf.get_float_or(key(suffix), fallback));
@@ -94,13 +90,15 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
     return make_error(ErrorCode::kUnsupported, "model: architecture '{}' is not supported ({})", arch_name, names);
   }
   const KeyReader r{gguf, c.arch->name};
-  TALLY_ASSIGN_OR_RETURN(c.context_length, r.dim("context_length"));
-  TALLY_ASSIGN_OR_RETURN(c.n_embd, r.dim("embedding_length"));
-  TALLY_ASSIGN_OR_RETURN(c.n_ff, r.dim("feed_forward_length"));
-  TALLY_ASSIGN_OR_RETURN(c.n_layers, r.dim("block_count"));
-  TALLY_ASSIGN_OR_RETURN(c.n_heads, r.dim("attention.head_count"));
-  TALLY_ASSIGN_OR_RETURN(c.n_kv_heads, r.dim_or("attention.head_count_kv", c.n_heads));
-  TALLY_ASSIGN_OR_RETURN(c.head_dim, r.dim_or("attention.key_length", c.n_embd / c.n_heads));
+  auto hparams = io::gguf_read_hparams(gguf);
+  if (!hparams.ok()) return hparams.status().with_context("model");
+  c.context_length = hparams->context_length;
+  c.n_embd = hparams->n_embd;
+  c.n_ff = hparams->n_ff;
+  c.n_layers = hparams->n_layers;
+  c.n_heads = hparams->n_heads;
+  c.n_kv_heads = hparams->n_kv_heads;
+  c.head_dim = hparams->head_dim;
   TALLY_ASSIGN_OR_RETURN(const int64_t v_dim, r.dim_or("attention.value_length", c.head_dim));
   if (v_dim != c.head_dim)
     return make_error(ErrorCode::kUnsupported, "model: value_length {} differs from key_length {}", v_dim, c.head_dim);

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <string_view>
 
+#include "io/gguf_hparams.h"
+
 namespace tally::plan {
 
 namespace {
@@ -50,28 +52,17 @@ void classify(std::string_view name, PlanTensor& t) {
   }
 }
 
-Result<int64_t> arch_int(const io::GgufFile& f, const std::string& arch, const char* key) {
-  auto v = f.get_int(arch + "." + key);
-  if (!v.ok()) return v.status().with_context(f.name());
-  if (*v <= 0)
-    return make_error(ErrorCode::kFormat, "{}: {}.{} is {} (must be positive)", f.name(), arch,
-                      key, *v);
-  return *v;
-}
-
 Status read_hparams(const io::GgufFile& f, PlanModel& m) {
-  const std::string& a = m.architecture;
-  TALLY_ASSIGN_OR_RETURN(m.n_layers, arch_int(f, a, "block_count"));
-  TALLY_ASSIGN_OR_RETURN(m.n_embd, arch_int(f, a, "embedding_length"));
-  TALLY_ASSIGN_OR_RETURN(m.n_heads, arch_int(f, a, "attention.head_count"));
-  TALLY_ASSIGN_OR_RETURN(m.n_ff, arch_int(f, a, "feed_forward_length"));
-  TALLY_ASSIGN_OR_RETURN(m.context_length, arch_int(f, a, "context_length"));
-  auto kv = f.get_int_or(a + ".attention.head_count_kv", m.n_heads);
-  if (!kv.ok()) return kv.status().with_context(f.name());
-  m.n_kv_heads = *kv;
-  auto hd = f.get_int_or(a + ".attention.key_length", m.n_embd / m.n_heads);
-  if (!hd.ok()) return hd.status().with_context(f.name());
-  m.head_dim = *hd;
+  auto h = io::gguf_read_hparams(f);
+  if (!h.ok()) return h.status().with_context(f.name());
+  m.architecture = h->arch;
+  m.n_layers = h->n_layers;
+  m.n_embd = h->n_embd;
+  m.n_heads = h->n_heads;
+  m.n_ff = h->n_ff;
+  m.context_length = h->context_length;
+  m.n_kv_heads = h->n_kv_heads;
+  m.head_dim = h->head_dim;
   // The vocabulary: the tokenizer's token list, else the embedding's rows.
   if (const io::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
       tokens != nullptr && tokens->type == io::GgufType::kArray) {
@@ -94,9 +85,6 @@ Result<PlanModel> plan_model_from_gguf(const io::GgufFile& f) {
   PlanModel m;
   m.name = f.name();
   m.source = "gguf";
-  auto arch = f.get_string("general.architecture");
-  if (!arch.ok()) return arch.status().with_context(f.name());
-  m.architecture = std::string(*arch);
   TALLY_RETURN_IF_ERROR(read_hparams(f, m));
   TALLY_RETURN_IF_ERROR(plan_model_validate(m));
 

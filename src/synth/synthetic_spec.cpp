@@ -1,8 +1,8 @@
 #include "synth/synthetic_spec.h"
 
-#include <cctype>
 #include <cmath>
 
+#include "base/ascii.h"
 #include "plan/plan_presets.h"
 
 namespace tally::synth {
@@ -33,15 +33,6 @@ constexpr HyperRow kHyper[] = {
     {"mistral-7b", 10000.0f, 1e-5f, false, false},
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Result<SyntheticModelSpec> synthetic_model_spec(std::string_view preset) {
@@ -49,7 +40,7 @@ Result<SyntheticModelSpec> synthetic_model_spec(std::string_view preset) {
   SyntheticModelSpec spec;
   spec.shape = std::move(shape);
   for (const HyperRow& row : kHyper) {
-    if (!iequals(row.preset, spec.shape.name)) continue;
+    if (!ascii_iequals(row.preset, spec.shape.name)) continue;
     spec.rope_freq_base = row.rope_freq_base;
     spec.rms_norm_eps = row.rms_norm_eps;
     if (row.llama3_rope) spec.llama3_rope = Llama3RopeScaling{32.0f, 1.0f, 4.0f, 8192};

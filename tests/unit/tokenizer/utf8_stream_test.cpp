@@ -1,12 +1,12 @@
-// The server's own UTF-8 guarantee on generated text.
-#include "server/utf8_stream.h"
+// UTF-8 held back at piece boundaries (the detokenizer and the server both rely on it).
+#include "tokenizer/utf8_stream.h"
 
 #include <gtest/gtest.h>
 
 namespace {
 
-using tally::server::utf8_valid;
-using tally::server::Utf8Stream;
+using tally::tok::utf8_valid;
+using tally::tok::Utf8Stream;
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
