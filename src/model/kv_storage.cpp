@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "backend/cpu/kv_row.h"
 #include "base/check.h"
+#include "tensor/quantize.h"
 
 namespace tally {
 
@@ -17,14 +17,14 @@ int64_t KvStorageShape::bytes_per_token() const {
   return 2 * n_layers * n_kv_heads * head_dim * t.block_bytes / t.block_size;
 }
 
-Result<KvStorage> KvStorage::create(const KvStorageShape& s) {
+Result<KvStorage> KvStorage::create(const KvStorageShape& s, const Backend& backend) {
   if (s.n_layers <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_blocks <= 0 ||
       s.block_size <= 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "kv cache: sizes must be positive (layers {}, kv heads {}, head dim {}, "
                       "blocks {}, block size {})",
                       s.n_layers, s.n_kv_heads, s.head_dim, s.n_blocks, s.block_size);
-  if (!cpu::kv_type_supported(s.dtype))
+  if (!backend.kv_type_supported(s.dtype))
     return make_error(ErrorCode::kUnsupported,
                       "kv cache: type {} is not supported (f32, f16, bf16)", dtype_name(s.dtype));
   int64_t elements = 0;
@@ -38,30 +38,40 @@ Result<KvStorage> KvStorage::create(const KvStorageShape& s) {
   if (!data.ok())
     return make_error(ErrorCode::kOutOfMemory, "kv cache: {} blocks of {} positions: {}",
                       s.n_blocks, s.block_size, data.status().message());
-  return KvStorage(s, std::move(data.value()));
+  return KvStorage(s, std::move(data.value()), backend);
 }
 
-KvStorage::KvStorage(const KvStorageShape& shape, HugePageBuffer data)
-    : shape_(shape), element_bytes_(dtype_info(shape.dtype).block_bytes), data_(std::move(data)) {}
+KvStorage::KvStorage(const KvStorageShape& shape, HugePageBuffer data, const Backend& backend)
+    : shape_(shape),
+      backend_(&backend),
+      element_bytes_(dtype_info(shape.dtype).block_bytes),
+      data_(std::move(data)) {}
 
 void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* v) {
   TALLY_DCHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
                "kv store: layer {} slot {}", layer, slot);
-  const int64_t n = shape_.slot_elements();
-  cpu::kv_row_store(shape_.dtype, k, k_bytes(layer) + slot * slot_bytes(), n);
-  cpu::kv_row_store(shape_.dtype, v, v_bytes(layer) + slot * slot_bytes(), n);
+  KvWriteArgs w;
+  w.k = k_bytes(layer);
+  w.v = v_bytes(layer);
+  w.dtype = shape_.dtype;
+  w.row = shape_.slot_elements();
+  w.n_tokens = 1;
+  w.slots = &slot;
+  w.k_rows = k;
+  w.v_rows = v;
+  backend_->kv_write(w);
 }
 
 void KvStorage::load_k(int64_t layer, int64_t slot, float* out) const {
   TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
               "kv load: layer {} slot {}", layer, slot);
-  cpu::kv_row_load(shape_.dtype, k_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
+  dequantize_row(shape_.dtype, k_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
 }
 
 void KvStorage::load_v(int64_t layer, int64_t slot, float* out) const {
   TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
               "kv load: layer {} slot {}", layer, slot);
-  cpu::kv_row_load(shape_.dtype, v_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
+  dequantize_row(shape_.dtype, v_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
 }
 
 void KvStorage::copy_block(int64_t src_block, int64_t dst_block) {

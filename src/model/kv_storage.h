@@ -4,7 +4,7 @@
 // so position p of a sequence lives in slot block_table[p / block_size] * block_size +
 // p % block_size, and one slot holds all KV heads of one position contiguously. f16 and bf16
 // halve the bytes per token: values are rounded to nearest even when stored and widened back
-// exactly when attention reads them (backend/cpu/kv_row.h).
+// exactly when attention reads them (the backend's kv_write and attention ops).
 //
 // This class only stores and addresses data; which blocks belong to which sequence (and which
 // are free or shared) is the block allocator's business (src/kv/), passed in as block tables
@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/attention.h"
+#include "backend/backend.h"
 #include "base/huge_page_buffer.h"
 #include "base/status.h"
 #include "model/model_config.h"
@@ -46,9 +46,11 @@ struct KvStorageShape {
 
 class KvStorage {
  public:
-  // Checks the shape (positive sizes, dtype f32/f16/bf16, no overflow) and allocates once,
-  // zero-filled.
-  static Result<KvStorage> create(const KvStorageShape& shape);
+  // Checks the shape (positive sizes, a dtype the backend stores, no overflow) and allocates
+  // once, zero-filled. `backend` writes the rows of store() (forward() writes with the
+  // model's backend, the same one today).
+  static Result<KvStorage> create(const KvStorageShape& shape,
+                                  const Backend& backend = default_backend());
 
   KvStorage(KvStorage&&) noexcept = default;
   KvStorage& operator=(KvStorage&&) noexcept = default;
@@ -65,7 +67,7 @@ class KvStorage {
   const std::byte* k_bytes(int64_t layer) const { return data_.data() + layer_offset(layer); }
   const std::byte* v_bytes(int64_t layer) const { return k_bytes(layer) + layer_bytes(); }
   // One layer as the attention kernel reads it.
-  cpu::PagedKvLayer layer_view(int64_t layer) const {
+  PagedKvLayer layer_view(int64_t layer) const {
     return {k_bytes(layer), v_bytes(layer), shape_.block_size, shape_.dtype};
   }
 
@@ -82,12 +84,13 @@ class KvStorage {
   void copy_block(int64_t src_block, int64_t dst_block);
 
  private:
-  KvStorage(const KvStorageShape& shape, HugePageBuffer data);
+  KvStorage(const KvStorageShape& shape, HugePageBuffer data, const Backend& backend);
   int64_t slot_bytes() const { return shape_.slot_elements() * element_bytes_; }
   int64_t layer_bytes() const { return shape_.n_slots() * slot_bytes(); }  // K or V
   int64_t layer_offset(int64_t layer) const { return 2 * layer * layer_bytes(); }
 
   KvStorageShape shape_;
+  const Backend* backend_ = nullptr;
   int64_t element_bytes_ = 0;
   HugePageBuffer data_;  // [n_layers][K, V][n_slots][n_kv_heads][head_dim] of dtype
 };

@@ -7,6 +7,8 @@
 //   residual add] x L -> final rmsnorm (logit rows only) -> output matmul (logit rows only)
 // Architectures differ only by the flags of their ArchTraits row.
 //
+// Each op is a call of the model's Backend (backend/backend.h), chosen at load.
+//
 // Thread rules: a Model is immutable after load; forward() is const and may run concurrently
 // on different (KvStorage, ForwardScratch, ThreadPool) triples.
 #pragma once
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "io/gguf.h"
@@ -28,12 +31,16 @@ namespace tally {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> load(const std::string& gguf_path);
-  static Result<std::unique_ptr<Model>> from_gguf(io::GgufFile gguf);
+  // `backend` must outlive the model (the registry's backends live as long as the process).
+  static Result<std::unique_ptr<Model>> load(const std::string& gguf_path,
+                                             const Backend& backend = default_backend());
+  static Result<std::unique_ptr<Model>> from_gguf(io::GgufFile gguf,
+                                                  const Backend& backend = default_backend());
 
   const ModelConfig& config() const { return config_; }
   const io::GgufFile& gguf() const { return gguf_; }
   const ModelWeights& weights() const { return weights_; }
+  const Backend& backend() const { return *backend_; }
   // [rope_dim/2] radians per position of each rotated pair, scaling included.
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
 
@@ -44,8 +51,9 @@ class Model {
                  float* logits) const;
 
  private:
-  Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights);
+  Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights, const Backend& backend);
 
+  const Backend* backend_;
   io::GgufFile gguf_;
   ModelConfig config_;
   ModelWeights weights_;

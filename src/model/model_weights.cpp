@@ -15,7 +15,8 @@ namespace {
 
 class Binder {
  public:
-  Binder(const io::GgufFile& gguf, ModelWeights& w) : gguf_(gguf), w_(w) {}
+  Binder(const io::GgufFile& gguf, ModelWeights& w, const Backend& backend)
+      : gguf_(gguf), w_(w), backend_(backend) {}
 
   // A tensor of exactly these dims (ggml order: dims[0] is the row length).
   Result<const io::GgufTensorInfo*> find(const std::string& name, std::initializer_list<int64_t> dims) {
@@ -29,8 +30,8 @@ class Binder {
     return t;
   }
 
-  // repack: Q8_0 / Q4_0 go to the kernels' layout (matrices only matmul reads).
-  Result<cpu::WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out, bool repack = true) {
+  // repack: types the backend prepares go to its layout (matrices only matmul reads).
+  Result<WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out, bool repack = true) {
     TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in, n_out}));
     if (!dtype_info(t->type).computable || !dtype_has_row_conversion(t->type))
       return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, which tally cannot compute with",
@@ -39,12 +40,12 @@ class Binder {
     if (!row_bytes || static_cast<uint64_t>(*row_bytes) * n_out > t->n_bytes)
       return make_error(ErrorCode::kFormat, "model: tensor '{}' ({}, [{}, {}]) does not fit its {} bytes", name,
                         dtype_name(t->type), n_in, n_out, t->n_bytes);
-    const cpu::WeightMatrix view{t->type, n_in, n_out, t->data, *row_bytes};
-    if (!repack || !cpu::repack_supported(t->type)) {
+    const WeightMatrix view{t->type, n_in, n_out, t->data, *row_bytes};
+    if (!repack || !backend_.can_prepare(t->type)) {
       w_.mapped_bytes += *row_bytes * n_out;
       return view;
     }
-    const cpu::RepackedWeights& r = w_.repacked.emplace_back(view);
+    const PreparedWeights& r = *w_.repacked.emplace_back(backend_.prepare_weights(view));
     w_.owned_bytes += r.bytes();
     w_.repacked_bytes += r.bytes();
     return r.view();
@@ -74,6 +75,7 @@ class Binder {
  private:
   const io::GgufFile& gguf_;
   ModelWeights& w_;
+  const Backend& backend_;
 };
 
 Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
@@ -98,9 +100,10 @@ Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
 
 }  // namespace
 
-Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c) {
+Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c,
+                                  const Backend& backend) {
   ModelWeights w;
-  Binder b(gguf, w);
+  Binder b(gguf, w, backend);
   // Embedding rows are read one at a time (and may double as the output): GGUF's layout.
   TALLY_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_embd, c.n_vocab, /*repack=*/false));
   TALLY_ASSIGN_OR_RETURN(w.output_norm, b.vector("output_norm.weight", c.n_embd));

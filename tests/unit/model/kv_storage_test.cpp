@@ -65,7 +65,7 @@ TEST(KvStorage, LayoutIsLayerMajorKThenV) {
         EXPECT_EQ(kv.k_bytes(l) - kv.v_bytes(l - 1), region);
       }
     }
-    const tally::cpu::PagedKvLayer view = kv.layer_view(3);
+    const tally::PagedKvLayer view = kv.layer_view(3);
     EXPECT_EQ(view.k, kv.k_bytes(3));
     EXPECT_EQ(view.v, kv.v_bytes(3));
     EXPECT_EQ(view.block_size, 16);
