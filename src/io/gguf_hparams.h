@@ -38,4 +38,17 @@ Result<int64_t> gguf_arch_dim_or(const GgufFile& f, std::string_view arch,
 // Every field above; errors as gguf_arch_dim's.
 Result<GgufHparams> gguf_read_hparams(const GgufFile& f);
 
+// The fields above (arch excepted) into a struct that names them alike (ModelConfig,
+// plan::PlanModel).
+template <typename Shape>
+void gguf_hparams_copy(const GgufHparams& h, Shape& out) {
+  out.context_length = h.context_length;
+  out.n_embd = h.n_embd;
+  out.n_ff = h.n_ff;
+  out.n_layers = h.n_layers;
+  out.n_heads = h.n_heads;
+  out.n_kv_heads = h.n_kv_heads;
+  out.head_dim = h.head_dim;
+}
+
 }  // namespace tally::io

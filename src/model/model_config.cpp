@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "io/gguf_hparams.h"
+#include "io/gguf_tensor_names.h"
 
 namespace tally {
 
@@ -92,13 +93,7 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
   const KeyReader r{gguf, c.arch->name};
   auto hparams = io::gguf_read_hparams(gguf);
   if (!hparams.ok()) return hparams.status().with_context("model");
-  c.context_length = hparams->context_length;
-  c.n_embd = hparams->n_embd;
-  c.n_ff = hparams->n_ff;
-  c.n_layers = hparams->n_layers;
-  c.n_heads = hparams->n_heads;
-  c.n_kv_heads = hparams->n_kv_heads;
-  c.head_dim = hparams->head_dim;
+  io::gguf_hparams_copy(*hparams, c);
   TALLY_ASSIGN_OR_RETURN(const int64_t v_dim, r.dim_or("attention.value_length", c.head_dim));
   if (v_dim != c.head_dim)
     return make_error(ErrorCode::kUnsupported, "model: value_length {} differs from key_length {}", v_dim, c.head_dim);
@@ -110,7 +105,9 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
   TALLY_RETURN_IF_ERROR(read_rope_scaling(r, c));
   TALLY_RETURN_IF_ERROR(check_consistency(c));
 
-  const io::GgufTensorInfo* embd = gguf.find_tensor("token_embd.weight");
+  using io::GgufTensor;
+  const std::string embd_name = io::gguf_tensor_name(GgufTensor::kTokenEmbd);
+  const io::GgufTensorInfo* embd = gguf.find_tensor(embd_name);
   if (!embd) return make_error(ErrorCode::kNotFound, "model: tensor 'token_embd.weight' not found");
   if (embd->dims.size() != 2 || embd->dims[0] != c.n_embd || embd->dims[1] <= 0 || embd->dims[1] > kMaxDim)
     return make_error(ErrorCode::kFormat, "model: tensor 'token_embd.weight' has shape {}, expected [{}, n_vocab]",
@@ -122,8 +119,8 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
       return make_error(ErrorCode::kFormat, "model: key '{}' = {} but token_embd.weight has {} rows",
                         r.key("vocab_size"), declared, c.n_vocab);
   }
-  c.tied_output = gguf.find_tensor("output.weight") == nullptr;
-  c.has_rope_freqs = gguf.find_tensor("rope_freqs.weight") != nullptr;
+  c.tied_output = gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kOutput)) == nullptr;
+  c.has_rope_freqs = gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kRopeFreqs)) != nullptr;
   return c;
 }
 

@@ -1,68 +1,50 @@
 #include "plan/gguf_source.h"
 
-#include <charconv>
 #include <string_view>
 
 #include "io/gguf_hparams.h"
+#include "io/gguf_tensor_names.h"
 
 namespace tally::plan {
 
 namespace {
 
-// Role of a tensor from its GGUF name ("blk.<i>.<what>.weight", "token_embd.weight", ...).
-struct NamedRole {
-  std::string_view suffix;
-  TensorRole role;
-};
-constexpr NamedRole kBlockRoles[] = {
-    {"attn_norm.weight", TensorRole::kNorm},    {"ffn_norm.weight", TensorRole::kNorm},
-    {"attn_q.weight", TensorRole::kAttnQ},      {"attn_k.weight", TensorRole::kAttnK},
-    {"attn_v.weight", TensorRole::kAttnV},      {"attn_output.weight", TensorRole::kAttnOut},
-    {"attn_q.bias", TensorRole::kBiasQ},        {"attn_k.bias", TensorRole::kBiasK},
-    {"attn_v.bias", TensorRole::kBiasV},        {"ffn_gate.weight", TensorRole::kFfnGate},
-    {"ffn_up.weight", TensorRole::kFfnUp},      {"ffn_down.weight", TensorRole::kFfnDown},
-};
+TensorRole role_of(io::GgufTensor tensor) {
+  using io::GgufTensor;
+  switch (tensor) {
+    case GgufTensor::kTokenEmbd: return TensorRole::kTokenEmbd;
+    case GgufTensor::kOutput: return TensorRole::kOutput;
+    case GgufTensor::kOutputNorm:
+    case GgufTensor::kAttnNorm:
+    case GgufTensor::kFfnNorm: return TensorRole::kNorm;
+    case GgufTensor::kAttnQ: return TensorRole::kAttnQ;
+    case GgufTensor::kAttnK: return TensorRole::kAttnK;
+    case GgufTensor::kAttnV: return TensorRole::kAttnV;
+    case GgufTensor::kAttnOut: return TensorRole::kAttnOut;
+    case GgufTensor::kAttnQBias: return TensorRole::kBiasQ;
+    case GgufTensor::kAttnKBias: return TensorRole::kBiasK;
+    case GgufTensor::kAttnVBias: return TensorRole::kBiasV;
+    case GgufTensor::kFfnGate: return TensorRole::kFfnGate;
+    case GgufTensor::kFfnUp: return TensorRole::kFfnUp;
+    case GgufTensor::kFfnDown: return TensorRole::kFfnDown;
+    case GgufTensor::kRopeFreqs: return TensorRole::kOther;
+  }
+  return TensorRole::kOther;
+}
 
+// Role (and block) of a tensor from its GGUF name; names outside llama.cpp's table stay kOther.
 void classify(std::string_view name, PlanTensor& t) {
-  if (name == "token_embd.weight") {
-    t.role = TensorRole::kTokenEmbd;
-    return;
-  }
-  if (name == "output.weight") {
-    t.role = TensorRole::kOutput;
-    return;
-  }
-  if (name == "output_norm.weight") {
-    t.role = TensorRole::kNorm;
-    return;
-  }
-  constexpr std::string_view kBlk = "blk.";
-  if (!name.starts_with(kBlk)) return;
-  std::string_view rest = name.substr(kBlk.size());
-  int layer = 0;
-  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-  if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.') return;
-  t.layer = layer;
-  std::string_view what = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
-  for (const auto& r : kBlockRoles) {
-    if (what == r.suffix) {
-      t.role = r.role;
-      return;
-    }
-  }
+  const std::optional<io::GgufTensorId> id = io::gguf_tensor_parse(name);
+  if (!id) return;
+  t.role = role_of(id->tensor);
+  t.layer = id->layer;
 }
 
 Status read_hparams(const io::GgufFile& f, PlanModel& m) {
   auto h = io::gguf_read_hparams(f);
   if (!h.ok()) return h.status().with_context(f.name());
   m.architecture = h->arch;
-  m.n_layers = h->n_layers;
-  m.n_embd = h->n_embd;
-  m.n_heads = h->n_heads;
-  m.n_ff = h->n_ff;
-  m.context_length = h->context_length;
-  m.n_kv_heads = h->n_kv_heads;
-  m.head_dim = h->head_dim;
+  io::gguf_hparams_copy(*h, m);
   // The vocabulary: the tokenizer's token list, else the embedding's rows.
   if (const io::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
       tokens != nullptr && tokens->type == io::GgufType::kArray) {

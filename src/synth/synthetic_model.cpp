@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "io/gguf.h"
+#include "io/gguf_tensor_names.h"
 #include "io/gguf_writer.h"
 #include "synth/row_producer.h"
 #include "synth/synthetic_values.h"
@@ -98,7 +99,7 @@ RowFill fill_of(const SyntheticTensor& t, uint64_t seed, float weight_std) {
 Status add_tensors(const SyntheticModelSpec& spec, const std::vector<SyntheticTensor>& tensors,
                    const SyntheticOptions& o, RowProducer& rows, io::GgufWriter& w) {
   for (const SyntheticTensor& t : tensors) {
-    if (t.shape.name == "rope_freqs.weight") {
+    if (t.shape.name == io::gguf_tensor_name(io::GgufTensor::kRopeFreqs)) {
       const std::vector<float> f =
           llama3_rope_factors(spec.shape.head_dim, spec.rope_freq_base, *spec.llama3_rope);
       const auto* bytes = reinterpret_cast<const uint8_t*>(f.data());
@@ -122,7 +123,7 @@ Result<std::vector<SyntheticTensor>> synthetic_tensors(const SyntheticModelSpec&
   if (spec.llama3_rope) {
     // convert_hf_to_gguf.py yields it before the model's own tensors.
     plan::PlanTensor rope;
-    rope.name = "rope_freqs.weight";
+    rope.name = io::gguf_tensor_name(io::GgufTensor::kRopeFreqs);
     rope.n_cols = spec.shape.head_dim / 2;
     out.push_back({rope, {rope.n_cols}, DType::kF32});
   }
