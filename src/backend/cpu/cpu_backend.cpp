@@ -95,7 +95,7 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 const Backend& cpu_backend() {
-  static const CpuBackend backend;
+  static const CpuBackend backend{};
   return backend;
 }
 
