@@ -56,7 +56,7 @@ std::string default_model_path() {
 
 Result<std::unique_ptr<Model>> load_model(const std::string& path) {
   ProgressBar bar("loading " + std::filesystem::path(path).filename().string());
-  return Model::load(path, bar.callback());
+  return Model::load(path, default_backend(), bar.callback());
 }
 
 void write_stdout(std::string_view text) {

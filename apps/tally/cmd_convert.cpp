@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "io/llama2c.h"
 #include "plan/plan_presets.h"
-#include "quant/synthetic_model.h"
+#include "synth/synthetic_model.h"
 
 namespace tally::cli {
 
@@ -20,13 +20,13 @@ namespace {
 
 struct ConvertFlags {
   io::Llama2cConvertOptions llama2c;
-  quant::SyntheticOptions synthetic;
+  synth::SyntheticOptions synthetic;
   std::string output_path;
 };
 
 // ../shared/models/ggml-vocab/<file> beside this checkout, where the vocab GGUFs live.
 Result<std::string> default_vocab_path(const std::string& preset) {
-  TALLY_ASSIGN_OR_RETURN(const quant::SyntheticModelSpec spec, quant::synthetic_model_spec(preset));
+  TALLY_ASSIGN_OR_RETURN(const synth::SyntheticModelSpec spec, synth::synthetic_model_spec(preset));
   const std::string path = fmt::format("{}/../shared/models/ggml-vocab/{}", TALLY_SOURCE_DIR, spec.default_vocab);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -35,7 +35,7 @@ Result<std::string> default_vocab_path(const std::string& preset) {
   return path;
 }
 
-int run_synthetic(quant::SyntheticOptions o) {
+int run_synthetic(synth::SyntheticOptions o) {
   if (o.vocab_gguf.empty()) {
     auto path = default_vocab_path(o.preset);
     if (!path.ok()) return report_error(path.status());
@@ -44,7 +44,7 @@ int run_synthetic(quant::SyntheticOptions o) {
   const auto start = std::chrono::steady_clock::now();
   ProgressBar bar("writing " + o.output_path);
   o.on_progress = bar.callback();
-  auto s = quant::write_synthetic_model(o);
+  auto s = synth::write_synthetic_model(o);
   bar.finish();
   if (!s.ok()) return report_error(s.status());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -94,7 +94,7 @@ Runner add_convert_command(CLI::App& app) {
         return usage(fmt::format("convert: {} only applies to --synthetic", opt->get_name()));
     }
     if (synthetic->count() > 0) {
-      quant::SyntheticOptions o = f->synthetic;
+      synth::SyntheticOptions o = f->synthetic;
       o.output_path = f->output_path;
       return run_synthetic(std::move(o));
     }

@@ -18,7 +18,7 @@
 #include "server/prometheus_observer.h"
 #include "server/server.h"
 #include "server/server_config.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally::cli {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/mapped_file.h"
+#include "io/gguf_tensor_names.h"
 
 namespace tally::io {
 
@@ -168,20 +169,19 @@ Status add_tensors(const Llama2cConfig& c, const Layout& l, std::span<const uint
                           weights.subspan(static_cast<size_t>(at) * 4, static_cast<size_t>(n) * 4));
   };
   const int64_t dim = c.dim, hidden = c.hidden_dim, vocab = c.vocab_size, kv_dim = c.kv_dim();
-  TALLY_RETURN_IF_ERROR(add("token_embd.weight", l.token_embedding, {dim, vocab}));
-  TALLY_RETURN_IF_ERROR(add("output_norm.weight", l.rms_final, {dim}));
-  TALLY_RETURN_IF_ERROR(add("output.weight", l.wcls, {dim, vocab}));
+  TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kTokenEmbd), l.token_embedding, {dim, vocab}));
+  TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kOutputNorm), l.rms_final, {dim}));
+  TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kOutput), l.wcls, {dim, vocab}));
   for (int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string blk = fmt::format("blk.{}.", i);
-    TALLY_RETURN_IF_ERROR(add(blk + "attn_q.weight", l.wq + i * l.wq_layer, {dim, dim}));
-    TALLY_RETURN_IF_ERROR(add(blk + "attn_k.weight", l.wk + i * l.wk_layer, {dim, kv_dim}));
-    TALLY_RETURN_IF_ERROR(add(blk + "attn_v.weight", l.wv + i * l.wk_layer, {dim, kv_dim}));
-    TALLY_RETURN_IF_ERROR(add(blk + "attn_output.weight", l.wo + i * l.wo_layer, {dim, dim}));
-    TALLY_RETURN_IF_ERROR(add(blk + "attn_norm.weight", l.rms_att + i * dim, {dim}));
-    TALLY_RETURN_IF_ERROR(add(blk + "ffn_gate.weight", l.w1 + i * l.ffn_layer, {dim, hidden}));
-    TALLY_RETURN_IF_ERROR(add(blk + "ffn_down.weight", l.w2 + i * l.ffn_layer, {hidden, dim}));
-    TALLY_RETURN_IF_ERROR(add(blk + "ffn_up.weight", l.w3 + i * l.ffn_layer, {dim, hidden}));
-    TALLY_RETURN_IF_ERROR(add(blk + "ffn_norm.weight", l.rms_ffn + i * dim, {dim}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kAttnQ, i), l.wq + i * l.wq_layer, {dim, dim}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kAttnK, i), l.wk + i * l.wk_layer, {dim, kv_dim}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kAttnV, i), l.wv + i * l.wk_layer, {dim, kv_dim}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kAttnOut, i), l.wo + i * l.wo_layer, {dim, dim}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kAttnNorm, i), l.rms_att + i * dim, {dim}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kFfnGate, i), l.w1 + i * l.ffn_layer, {dim, hidden}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kFfnDown, i), l.w2 + i * l.ffn_layer, {hidden, dim}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kFfnUp, i), l.w3 + i * l.ffn_layer, {dim, hidden}));
+    TALLY_RETURN_IF_ERROR(add(gguf_tensor_name(GgufTensor::kFfnNorm, i), l.rms_ffn + i * dim, {dim}));
   }
   return {};
 }

@@ -4,16 +4,12 @@
 #include <cmath>
 
 #include "base/check.h"
+#include "base/percentile.h"
 
 namespace tally::loadgen {
 
 double percentile_sorted(const std::vector<double>& sorted, double q) {
-  TALLY_CHECK(!sorted.empty(), "percentile of no samples");
-  TALLY_CHECK(q >= 0 && q <= 100, "percentile {} outside [0, 100]", q);
-  const double rank = q / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (rank - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+  return percentile_of_sorted(sorted, q / 100.0);
 }
 
 MetricSummary summarize_ms(std::vector<double> samples, const std::vector<double>& qs) {

@@ -13,8 +13,8 @@
 
 namespace tally::loadgen {
 
-// Percentiles as numpy's default (linear between the closest ranks: rank q * (n - 1)).
-// `sorted` non-empty, q in [0, 100].
+// base/percentile.h's rule with q in percent (as --percentiles takes it): `sorted`
+// non-empty, q in [0, 100].
 double percentile_sorted(const std::vector<double>& sorted, double q);
 
 struct MetricSummary {

@@ -6,8 +6,6 @@ namespace tally {
 
 namespace {
 
-using cpu::RopeLayout;
-
 constexpr std::array kArchs = {
     ArchTraits{.name = "llama", .rope_layout = RopeLayout::kAdjacent, .qkv_bias = false},
     ArchTraits{.name = "qwen2", .rope_layout = RopeLayout::kNeox, .qkv_bias = true},

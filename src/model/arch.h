@@ -6,13 +6,13 @@
 #include <span>
 #include <string_view>
 
-#include "backend/cpu/rope.h"
+#include "backend/backend_types.h"
 
 namespace tally {
 
 struct ArchTraits {
   std::string_view name;          // general.architecture, also the metadata key prefix
-  cpu::RopeLayout rope_layout;    // which elements of a head rope rotates together
+  RopeLayout rope_layout;         // which elements of a head rope rotates together
   bool qkv_bias;                  // blk.N.attn_{q,k,v}.bias present (and required)
 };
 

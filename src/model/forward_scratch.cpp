@@ -15,7 +15,7 @@ int64_t floats_per_token(const ModelConfig& c) {
 
 int64_t ForwardScratch::bytes_for(const ModelConfig& c, int64_t max_tokens) {
   return max_tokens * (floats_per_token(c) * static_cast<int64_t>(sizeof(float)) +
-                       static_cast<int64_t>(sizeof(int64_t) + sizeof(cpu::BlockTableView)));
+                       static_cast<int64_t>(sizeof(int64_t) + sizeof(BlockTableView)));
 }
 
 ForwardScratch::ForwardScratch(const ModelConfig& c, int64_t max_tokens)

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/attention.h"
+#include "backend/backend_types.h"
 #include "model/model_config.h"
 
 namespace tally {
@@ -37,14 +37,14 @@ class ForwardScratch {
   float* rope_cos = nullptr;  // [T][rope_dim]
   float* rope_sin = nullptr;  // [T][rope_dim]
   int64_t* slots = nullptr;   // [T] KV slot of each token
-  cpu::BlockTableView* tables = nullptr;  // [T] block table of each sequence
+  BlockTableView* tables = nullptr;  // [T] block table of each sequence
 
  private:
   ModelConfig config_;
   int64_t max_tokens_;
   std::vector<float> f32_;
   std::vector<int64_t> slots_;
-  std::vector<cpu::BlockTableView> tables_;
+  std::vector<BlockTableView> tables_;
 };
 
 }  // namespace tally

@@ -4,21 +4,25 @@
 
 namespace tally {
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& gguf_path, const LoadProgress& progress) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& gguf_path, const Backend& backend,
+                                           const LoadProgress& progress) {
   TALLY_ASSIGN_OR_RETURN(io::GgufFile gguf, io::GgufFile::open(gguf_path));
-  auto model = from_gguf(std::move(gguf), progress);
+  auto model = from_gguf(std::move(gguf), backend, progress);
   if (!model.ok()) return model.status().with_context(gguf_path);
   return model;
 }
 
-Result<std::unique_ptr<Model>> Model::from_gguf(io::GgufFile gguf, const LoadProgress& progress) {
+Result<std::unique_ptr<Model>> Model::from_gguf(io::GgufFile gguf, const Backend& backend,
+                                                const LoadProgress& progress) {
   TALLY_ASSIGN_OR_RETURN(ModelConfig config, model_config_from_gguf(gguf));
-  TALLY_ASSIGN_OR_RETURN(ModelWeights weights, bind_weights(gguf, config, progress));
-  return std::unique_ptr<Model>(new Model(std::move(gguf), std::move(config), std::move(weights)));
+  TALLY_ASSIGN_OR_RETURN(ModelWeights weights, bind_weights(gguf, config, backend, progress));
+  return std::unique_ptr<Model>(
+      new Model(std::move(gguf), std::move(config), std::move(weights), backend));
 }
 
-Model::Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights)
-    : gguf_(std::move(gguf)),
+Model::Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights, const Backend& backend)
+    : backend_(&backend),
+      gguf_(std::move(gguf)),
       config_(std::move(config)),
       weights_(std::move(weights)),
       rope_freqs_(rope_frequencies(config_, weights_.rope_freqs)) {}

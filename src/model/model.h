@@ -7,20 +7,23 @@
 //   residual add] x L -> final rmsnorm (logit rows only) -> output matmul (logit rows only)
 // Architectures differ only by the flags of their ArchTraits row.
 //
+// Each op is a call of the model's Backend (backend/backend.h), chosen at load.
+//
 // Thread rules: a Model is immutable after load; forward() is const and may run concurrently
-// on different (KvCache, ForwardScratch, ThreadPool) triples.
+// on different (KvStorage, ForwardScratch, ThreadPool) triples.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "io/gguf.h"
 #include "model/batch.h"
 #include "model/forward_scratch.h"
-#include "model/kv_cache.h"
+#include "model/kv_storage.h"
 #include "model/model_config.h"
 #include "model/model_weights.h"
 
@@ -28,26 +31,32 @@ namespace tally {
 
 class Model {
  public:
+  // `backend` must outlive the model (the registry's backends live as long as the process).
   // progress: called as the weights are bound, layer by layer (e.g. a progress bar).
   static Result<std::unique_ptr<Model>> load(const std::string& gguf_path,
+                                             const Backend& backend = default_backend(),
                                              const LoadProgress& progress = {});
-  static Result<std::unique_ptr<Model>> from_gguf(io::GgufFile gguf, const LoadProgress& progress = {});
+  static Result<std::unique_ptr<Model>> from_gguf(io::GgufFile gguf,
+                                                  const Backend& backend = default_backend(),
+                                                  const LoadProgress& progress = {});
 
   const ModelConfig& config() const { return config_; }
   const io::GgufFile& gguf() const { return gguf_; }
   const ModelWeights& weights() const { return weights_; }
+  const Backend& backend() const { return *backend_; }
   // [rope_dim/2] radians per position of each rotated pair, scaling included.
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
 
   // Runs the batch: writes K/V of its tokens into `kv` at their slots and writes
   // logits [batch.logit_rows.size()][n_vocab]. A batch that does not fit the model, the cache
   // or the scratch (see validate_batch) is an InvalidArgument and changes nothing.
-  Status forward(const Batch& batch, KvCache& kv, ForwardScratch& scratch, ThreadPool& pool,
+  Status forward(const Batch& batch, KvStorage& kv, ForwardScratch& scratch, ThreadPool& pool,
                  float* logits) const;
 
  private:
-  Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights);
+  Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights, const Backend& backend);
 
+  const Backend* backend_;
   io::GgufFile gguf_;
   ModelConfig config_;
   ModelWeights weights_;

@@ -5,31 +5,28 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "io/gguf_hparams.h"
+#include "io/gguf_tensor_names.h"
+
 namespace tally {
 
 namespace {
 
-// Large enough for any real model, small enough that products of two stay far from overflow.
-constexpr int64_t kMaxDim = int64_t{1} << 24;
+constexpr int64_t kMaxDim = io::kMaxHparamDim;
 
+// The keys only the model reads (the shared shape keys are io/gguf_hparams.h's).
 struct KeyReader {
   const io::GgufFile& gguf;
   std::string_view arch;
 
-  std::string key(std::string_view suffix) const { return fmt::format("{}.{}", arch, suffix); }
+  std::string key(std::string_view suffix) const { return io::gguf_arch_key(arch, suffix); }
   Result<int64_t> dim(std::string_view suffix) const {
-    TALLY_ASSIGN_OR_RETURN(int64_t v, gguf.get_int(key(suffix)));
-    return check_dim(suffix, v);
+    auto v = io::gguf_arch_dim(gguf, arch, suffix);
+    return v.ok() ? v : v.status().with_context("model");
   }
   Result<int64_t> dim_or(std::string_view suffix, int64_t fallback) const {
-    TALLY_ASSIGN_OR_RETURN(int64_t v, gguf.get_int_or(key(suffix), fallback));
-    return check_dim(suffix, v);
-  }
-  Result<int64_t> check_dim(std::string_view suffix, int64_t v) const {
-    if (v <= 0 || v > kMaxDim)
-      return make_error(ErrorCode::kFormat, "model: key '{}' = {} is out of range [1, {}]",
-                        key(suffix), v, kMaxDim);
-    return v;
+    auto v = io::gguf_arch_dim_or(gguf, arch, suffix, fallback);
+    return v.ok() ? v : v.status().with_context("model");
   }
   Result<float> positive_float_or(std::string_view suffix, double fallback) const {
     TALLY_ASSIGN_OR_RETURN(double v, gguf.get_float_or(key(suffix), fallback));
@@ -94,13 +91,9 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
     return make_error(ErrorCode::kUnsupported, "model: architecture '{}' is not supported ({})", arch_name, names);
   }
   const KeyReader r{gguf, c.arch->name};
-  TALLY_ASSIGN_OR_RETURN(c.context_length, r.dim("context_length"));
-  TALLY_ASSIGN_OR_RETURN(c.n_embd, r.dim("embedding_length"));
-  TALLY_ASSIGN_OR_RETURN(c.n_ff, r.dim("feed_forward_length"));
-  TALLY_ASSIGN_OR_RETURN(c.n_layers, r.dim("block_count"));
-  TALLY_ASSIGN_OR_RETURN(c.n_heads, r.dim("attention.head_count"));
-  TALLY_ASSIGN_OR_RETURN(c.n_kv_heads, r.dim_or("attention.head_count_kv", c.n_heads));
-  TALLY_ASSIGN_OR_RETURN(c.head_dim, r.dim_or("attention.key_length", c.n_embd / c.n_heads));
+  auto hparams = io::gguf_read_hparams(gguf);
+  if (!hparams.ok()) return hparams.status().with_context("model");
+  io::gguf_hparams_copy(*hparams, c);
   TALLY_ASSIGN_OR_RETURN(const int64_t v_dim, r.dim_or("attention.value_length", c.head_dim));
   if (v_dim != c.head_dim)
     return make_error(ErrorCode::kUnsupported, "model: value_length {} differs from key_length {}", v_dim, c.head_dim);
@@ -112,7 +105,9 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
   TALLY_RETURN_IF_ERROR(read_rope_scaling(r, c));
   TALLY_RETURN_IF_ERROR(check_consistency(c));
 
-  const io::GgufTensorInfo* embd = gguf.find_tensor("token_embd.weight");
+  using io::GgufTensor;
+  const std::string embd_name = io::gguf_tensor_name(GgufTensor::kTokenEmbd);
+  const io::GgufTensorInfo* embd = gguf.find_tensor(embd_name);
   if (!embd) return make_error(ErrorCode::kNotFound, "model: tensor 'token_embd.weight' not found");
   if (embd->dims.size() != 2 || embd->dims[0] != c.n_embd || embd->dims[1] <= 0 || embd->dims[1] > kMaxDim)
     return make_error(ErrorCode::kFormat, "model: tensor 'token_embd.weight' has shape {}, expected [{}, n_vocab]",
@@ -124,8 +119,8 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
       return make_error(ErrorCode::kFormat, "model: key '{}' = {} but token_embd.weight has {} rows",
                         r.key("vocab_size"), declared, c.n_vocab);
   }
-  c.tied_output = gguf.find_tensor("output.weight") == nullptr;
-  c.has_rope_freqs = gguf.find_tensor("rope_freqs.weight") != nullptr;
+  c.tied_output = gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kOutput)) == nullptr;
+  c.has_rope_freqs = gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kRopeFreqs)) != nullptr;
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "io/gguf_tensor_names.h"
 #include "tensor/quantize.h"
 
 namespace tally {
@@ -15,7 +16,8 @@ namespace {
 
 class Binder {
  public:
-  Binder(const io::GgufFile& gguf, ModelWeights& w) : gguf_(gguf), w_(w) {}
+  Binder(const io::GgufFile& gguf, ModelWeights& w, const Backend& backend)
+      : gguf_(gguf), w_(w), backend_(backend) {}
 
   // A tensor of exactly these dims (ggml order: dims[0] is the row length).
   Result<const io::GgufTensorInfo*> find(const std::string& name, std::initializer_list<int64_t> dims) {
@@ -29,8 +31,8 @@ class Binder {
     return t;
   }
 
-  // repack: Q8_0 / Q4_0 go to the kernels' layout (matrices only matmul reads).
-  Result<cpu::WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out, bool repack = true) {
+  // repack: types the backend prepares go to its layout (matrices only matmul reads).
+  Result<WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out, bool repack = true) {
     TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in, n_out}));
     if (!dtype_info(t->type).computable || !dtype_has_row_conversion(t->type))
       return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, which tally cannot compute with",
@@ -39,12 +41,12 @@ class Binder {
     if (!row_bytes || static_cast<uint64_t>(*row_bytes) * n_out > t->n_bytes)
       return make_error(ErrorCode::kFormat, "model: tensor '{}' ({}, [{}, {}]) does not fit its {} bytes", name,
                         dtype_name(t->type), n_in, n_out, t->n_bytes);
-    const cpu::WeightMatrix view{t->type, n_in, n_out, t->data, *row_bytes};
-    if (!repack || !cpu::repack_supported(t->type)) {
+    const WeightMatrix view{t->type, n_in, n_out, t->data, *row_bytes};
+    if (!repack || !backend_.can_prepare(t->type)) {
       w_.mapped_bytes += *row_bytes * n_out;
       return view;
     }
-    const cpu::RepackedWeights& r = w_.repacked.emplace_back(view);
+    const PreparedWeights& r = *w_.repacked.emplace_back(backend_.prepare_weights(view));
     w_.owned_bytes += r.bytes();
     w_.repacked_bytes += r.bytes();
     return r.view();
@@ -74,44 +76,48 @@ class Binder {
  private:
   const io::GgufFile& gguf_;
   ModelWeights& w_;
+  const Backend& backend_;
 };
 
 Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
-  const auto name = [i](std::string_view what) { return fmt::format("blk.{}.{}", i, what); };
+  using io::GgufTensor;
+  const auto name = [i](GgufTensor t) { return io::gguf_tensor_name(t, i); };
   LayerWeights l;
-  TALLY_ASSIGN_OR_RETURN(l.attn_norm, b.vector(name("attn_norm.weight"), c.n_embd));
-  TALLY_ASSIGN_OR_RETURN(l.wq, b.matrix(name("attn_q.weight"), c.n_embd, c.q_dim()));
-  TALLY_ASSIGN_OR_RETURN(l.wk, b.matrix(name("attn_k.weight"), c.n_embd, c.kv_dim()));
-  TALLY_ASSIGN_OR_RETURN(l.wv, b.matrix(name("attn_v.weight"), c.n_embd, c.kv_dim()));
+  TALLY_ASSIGN_OR_RETURN(l.attn_norm, b.vector(name(GgufTensor::kAttnNorm), c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(l.wq, b.matrix(name(GgufTensor::kAttnQ), c.n_embd, c.q_dim()));
+  TALLY_ASSIGN_OR_RETURN(l.wk, b.matrix(name(GgufTensor::kAttnK), c.n_embd, c.kv_dim()));
+  TALLY_ASSIGN_OR_RETURN(l.wv, b.matrix(name(GgufTensor::kAttnV), c.n_embd, c.kv_dim()));
   if (c.arch->qkv_bias) {
-    TALLY_ASSIGN_OR_RETURN(l.bq, b.vector(name("attn_q.bias"), c.q_dim()));
-    TALLY_ASSIGN_OR_RETURN(l.bk, b.vector(name("attn_k.bias"), c.kv_dim()));
-    TALLY_ASSIGN_OR_RETURN(l.bv, b.vector(name("attn_v.bias"), c.kv_dim()));
+    TALLY_ASSIGN_OR_RETURN(l.bq, b.vector(name(GgufTensor::kAttnQBias), c.q_dim()));
+    TALLY_ASSIGN_OR_RETURN(l.bk, b.vector(name(GgufTensor::kAttnKBias), c.kv_dim()));
+    TALLY_ASSIGN_OR_RETURN(l.bv, b.vector(name(GgufTensor::kAttnVBias), c.kv_dim()));
   }
-  TALLY_ASSIGN_OR_RETURN(l.wo, b.matrix(name("attn_output.weight"), c.q_dim(), c.n_embd));
-  TALLY_ASSIGN_OR_RETURN(l.ffn_norm, b.vector(name("ffn_norm.weight"), c.n_embd));
-  TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name("ffn_gate.weight"), c.n_embd, c.n_ff));
-  TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name("ffn_up.weight"), c.n_embd, c.n_ff));
-  TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name("ffn_down.weight"), c.n_ff, c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(l.wo, b.matrix(name(GgufTensor::kAttnOut), c.q_dim(), c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(l.ffn_norm, b.vector(name(GgufTensor::kFfnNorm), c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(GgufTensor::kFfnGate), c.n_embd, c.n_ff));
+  TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name(GgufTensor::kFfnUp), c.n_embd, c.n_ff));
+  TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name(GgufTensor::kFfnDown), c.n_ff, c.n_embd));
   return l;
 }
 
 }  // namespace
 
 Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c,
-                                  const LoadProgress& progress) {
+                                  const Backend& backend, const LoadProgress& progress) {
+  using io::GgufTensor;
+  const auto name = [](GgufTensor t) { return io::gguf_tensor_name(t); };
   ModelWeights w;
-  Binder b(gguf, w);
+  Binder b(gguf, w, backend);
   // Embedding rows are read one at a time (and may double as the output): GGUF's layout.
-  TALLY_ASSIGN_OR_RETURN(w.token_embd, b.matrix("token_embd.weight", c.n_embd, c.n_vocab, /*repack=*/false));
-  TALLY_ASSIGN_OR_RETURN(w.output_norm, b.vector("output_norm.weight", c.n_embd));
+  TALLY_ASSIGN_OR_RETURN(w.token_embd, b.matrix(name(GgufTensor::kTokenEmbd), c.n_embd, c.n_vocab, /*repack=*/false));
+  TALLY_ASSIGN_OR_RETURN(w.output_norm, b.vector(name(GgufTensor::kOutputNorm), c.n_embd));
   if (c.tied_output) {
     w.output = w.token_embd;
   } else {
-    TALLY_ASSIGN_OR_RETURN(w.output, b.matrix("output.weight", c.n_embd, c.n_vocab));
+    TALLY_ASSIGN_OR_RETURN(w.output, b.matrix(name(GgufTensor::kOutput), c.n_embd, c.n_vocab));
   }
   if (c.has_rope_freqs) {
-    TALLY_ASSIGN_OR_RETURN(w.rope_freqs, b.vector("rope_freqs.weight", c.rope_dim / 2));
+    TALLY_ASSIGN_OR_RETURN(w.rope_freqs, b.vector(name(GgufTensor::kRopeFreqs), c.rope_dim / 2));
     for (float f : w.rope_freqs)
       if (!(f > 0.0f) || !std::isfinite(f))
         return make_error(ErrorCode::kFormat, "model: tensor 'rope_freqs.weight' holds {}, expected positive factors", f);

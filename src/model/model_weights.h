@@ -1,18 +1,18 @@
 // The weights of a model bound to their tensors in the GGUF: matrices are views into the
-// mapped file (no copy, any computable type), except that the Q8_0 / Q4_0 matrices of the
-// layers and of an untied output are repacked at load time into the matmul kernels'
-// interleaved layout (backend/cpu/matmul_repack.h: the same bytes, owned); norm and bias
-// vectors are f32 views, or owned f32 copies when the file stores them as f16/bf16 (or
-// unaligned). Every tensor's type and shape is checked against the config when binding.
+// mapped file (no copy, any computable type), except that the matrices of the layers and of
+// an untied output whose type the backend prepares (Backend::can_prepare: the CPU's Q8_0 /
+// Q4_0) are repacked at load time into the backend's own layout (the same bytes, owned);
+// norm and bias vectors are f32 views, or owned f32 copies when the file stores them as
+// f16/bf16 (or unaligned). Every tensor's type and shape is checked against the config when binding.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_repack.h"
+#include "backend/backend.h"
 #include "base/status.h"
 #include "io/gguf.h"
 #include "model/model_config.h"
@@ -21,27 +21,28 @@ namespace tally {
 
 struct LayerWeights {
   std::span<const float> attn_norm;  // [n_embd]
-  cpu::WeightMatrix wq;              // [q_dim][n_embd]
-  cpu::WeightMatrix wk;              // [kv_dim][n_embd]
-  cpu::WeightMatrix wv;              // [kv_dim][n_embd]
+  WeightMatrix wq;                   // [q_dim][n_embd]
+  WeightMatrix wk;                   // [kv_dim][n_embd]
+  WeightMatrix wv;                   // [kv_dim][n_embd]
   std::span<const float> bq;         // [q_dim]; empty unless the arch has qkv biases
   std::span<const float> bk;         // [kv_dim]
   std::span<const float> bv;         // [kv_dim]
-  cpu::WeightMatrix wo;              // [n_embd][q_dim]
+  WeightMatrix wo;                   // [n_embd][q_dim]
   std::span<const float> ffn_norm;   // [n_embd]
-  cpu::WeightMatrix w_gate;          // [n_ff][n_embd]
-  cpu::WeightMatrix w_up;            // [n_ff][n_embd]
-  cpu::WeightMatrix w_down;          // [n_embd][n_ff]
+  WeightMatrix w_gate;               // [n_ff][n_embd]
+  WeightMatrix w_up;                 // [n_ff][n_embd]
+  WeightMatrix w_down;               // [n_embd][n_ff]
 };
 
 struct ModelWeights {
-  cpu::WeightMatrix token_embd;       // [n_vocab][n_embd], read a row at a time
+  WeightMatrix token_embd;           // [n_vocab][n_embd], read a row at a time
   std::span<const float> output_norm;  // [n_embd]
-  cpu::WeightMatrix output;           // [n_vocab][n_embd]; == token_embd when tied
+  WeightMatrix output;               // [n_vocab][n_embd]; == token_embd when tied
   std::span<const float> rope_freqs;  // [rope_dim/2] frequency divisors, or empty
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> owned;  // storage of converted vectors (spans point here)
-  std::vector<cpu::RepackedWeights> repacked;  // storage of repacked matrices (views point here)
+  std::vector<std::unique_ptr<PreparedWeights>> repacked;  // storage of repacked matrices
+                                                          // (views point here)
   int64_t mapped_bytes = 0;               // bytes viewed in the file (repacked sources excluded:
                                           // their pages are clean and reclaimable)
   int64_t owned_bytes = 0;                // bytes converted or repacked into memory
@@ -51,7 +52,8 @@ struct ModelWeights {
 // Called after each layer is bound (mapped, converted, repacked): done of total layers.
 using LoadProgress = std::function<void(int64_t done, int64_t total)>;
 
+// `backend` prepares (repacks) the matrices it has a layout of its own for.
 Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& config,
-                                  const LoadProgress& progress = {});
+                                  const Backend& backend, const LoadProgress& progress = {});
 
 }  // namespace tally

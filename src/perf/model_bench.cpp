@@ -44,7 +44,7 @@ double matrix_flops(const cpu::WeightMatrix& m) {
 // KV blocks of `n_seqs` sequences holding `positions` each; sequence s owns blocks
 // [s * per_seq, (s + 1) * per_seq).
 struct BenchKv {
-  KvCache kv;
+  KvStorage kv;
   int64_t per_seq = 0;
   std::vector<int32_t> table_ids;
   std::vector<BatchSequence> seqs;
@@ -53,9 +53,9 @@ struct BenchKv {
 Result<BenchKv> make_kv(const Model& model, const ModelBenchOptions& o, int64_t n_seqs,
                         int64_t positions) {
   const int64_t per_seq = (positions + o.block_size - 1) / o.block_size;
-  KvCacheShape shape = KvCacheShape::for_model(model.config(), n_seqs * per_seq, o.block_size);
+  KvStorageShape shape = KvStorageShape::for_model(model.config(), n_seqs * per_seq, o.block_size);
   shape.dtype = o.kv_type;
-  TALLY_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(shape));
+  TALLY_ASSIGN_OR_RETURN(KvStorage kv, KvStorage::create(shape));
   BenchKv b{std::move(kv), per_seq, {}, {}};
   b.table_ids.resize(static_cast<size_t>(n_seqs * per_seq));
   std::iota(b.table_ids.begin(), b.table_ids.end(), 0);
@@ -212,7 +212,7 @@ ModelCost model_cost(const Model& model, DType kv_type) {
   c.output_type = w.output.type;
   c.output_flops = matrix_flops(w.output);
   c.embd_row_bytes = dtype_row_bytes(w.token_embd.type, w.token_embd.n_in);
-  KvCacheShape kv = KvCacheShape::for_model(model.config(), 1, 1);
+  KvStorageShape kv = KvStorageShape::for_model(model.config(), 1, 1);
   kv.dtype = kv_type;
   c.kv_bytes_per_token = kv.bytes_per_token();
   return c;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <span>
 
+#include "base/percentile.h"  // percentile_of_sorted, the rule Stats uses
+
 namespace tally::perf {
 
 struct Stats {
@@ -19,10 +21,5 @@ struct Stats {
 
 // Stats of `samples` (any order; not modified).
 Stats stats_of(std::span<const double> samples);
-
-// The q-quantile (q in [0, 1]) of sorted, non-empty samples, interpolating linearly between
-// the two closest ranks: rank q * (n - 1), so q = 0.5 of an even count is the mean of the
-// middle two.
-double percentile_of_sorted(std::span<const double> sorted, double q);
 
 }  // namespace tally::perf

@@ -1,77 +1,50 @@
 #include "plan/gguf_source.h"
 
-#include <charconv>
 #include <string_view>
+
+#include "io/gguf_hparams.h"
+#include "io/gguf_tensor_names.h"
 
 namespace tally::plan {
 
 namespace {
 
-// Role of a tensor from its GGUF name ("blk.<i>.<what>.weight", "token_embd.weight", ...).
-struct NamedRole {
-  std::string_view suffix;
-  TensorRole role;
-};
-constexpr NamedRole kBlockRoles[] = {
-    {"attn_norm.weight", TensorRole::kNorm},    {"ffn_norm.weight", TensorRole::kNorm},
-    {"attn_q.weight", TensorRole::kAttnQ},      {"attn_k.weight", TensorRole::kAttnK},
-    {"attn_v.weight", TensorRole::kAttnV},      {"attn_output.weight", TensorRole::kAttnOut},
-    {"attn_q.bias", TensorRole::kBiasQ},        {"attn_k.bias", TensorRole::kBiasK},
-    {"attn_v.bias", TensorRole::kBiasV},        {"ffn_gate.weight", TensorRole::kFfnGate},
-    {"ffn_up.weight", TensorRole::kFfnUp},      {"ffn_down.weight", TensorRole::kFfnDown},
-};
-
-void classify(std::string_view name, PlanTensor& t) {
-  if (name == "token_embd.weight") {
-    t.role = TensorRole::kTokenEmbd;
-    return;
+TensorRole role_of(io::GgufTensor tensor) {
+  using io::GgufTensor;
+  switch (tensor) {
+    case GgufTensor::kTokenEmbd: return TensorRole::kTokenEmbd;
+    case GgufTensor::kOutput: return TensorRole::kOutput;
+    case GgufTensor::kOutputNorm:
+    case GgufTensor::kAttnNorm:
+    case GgufTensor::kFfnNorm: return TensorRole::kNorm;
+    case GgufTensor::kAttnQ: return TensorRole::kAttnQ;
+    case GgufTensor::kAttnK: return TensorRole::kAttnK;
+    case GgufTensor::kAttnV: return TensorRole::kAttnV;
+    case GgufTensor::kAttnOut: return TensorRole::kAttnOut;
+    case GgufTensor::kAttnQBias: return TensorRole::kBiasQ;
+    case GgufTensor::kAttnKBias: return TensorRole::kBiasK;
+    case GgufTensor::kAttnVBias: return TensorRole::kBiasV;
+    case GgufTensor::kFfnGate: return TensorRole::kFfnGate;
+    case GgufTensor::kFfnUp: return TensorRole::kFfnUp;
+    case GgufTensor::kFfnDown: return TensorRole::kFfnDown;
+    case GgufTensor::kRopeFreqs: return TensorRole::kOther;
   }
-  if (name == "output.weight") {
-    t.role = TensorRole::kOutput;
-    return;
-  }
-  if (name == "output_norm.weight") {
-    t.role = TensorRole::kNorm;
-    return;
-  }
-  constexpr std::string_view kBlk = "blk.";
-  if (!name.starts_with(kBlk)) return;
-  std::string_view rest = name.substr(kBlk.size());
-  int layer = 0;
-  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-  if (ec != std::errc() || end == rest.data() + rest.size() || *end != '.') return;
-  t.layer = layer;
-  std::string_view what = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
-  for (const auto& r : kBlockRoles) {
-    if (what == r.suffix) {
-      t.role = r.role;
-      return;
-    }
-  }
+  return TensorRole::kOther;
 }
 
-Result<int64_t> arch_int(const io::GgufFile& f, const std::string& arch, const char* key) {
-  auto v = f.get_int(arch + "." + key);
-  if (!v.ok()) return v.status().with_context(f.name());
-  if (*v <= 0)
-    return make_error(ErrorCode::kFormat, "{}: {}.{} is {} (must be positive)", f.name(), arch,
-                      key, *v);
-  return *v;
+// Role (and block) of a tensor from its GGUF name; names outside llama.cpp's table stay kOther.
+void classify(std::string_view name, PlanTensor& t) {
+  const std::optional<io::GgufTensorId> id = io::gguf_tensor_parse(name);
+  if (!id) return;
+  t.role = role_of(id->tensor);
+  t.layer = id->layer;
 }
 
 Status read_hparams(const io::GgufFile& f, PlanModel& m) {
-  const std::string& a = m.architecture;
-  TALLY_ASSIGN_OR_RETURN(m.n_layers, arch_int(f, a, "block_count"));
-  TALLY_ASSIGN_OR_RETURN(m.n_embd, arch_int(f, a, "embedding_length"));
-  TALLY_ASSIGN_OR_RETURN(m.n_heads, arch_int(f, a, "attention.head_count"));
-  TALLY_ASSIGN_OR_RETURN(m.n_ff, arch_int(f, a, "feed_forward_length"));
-  TALLY_ASSIGN_OR_RETURN(m.context_length, arch_int(f, a, "context_length"));
-  auto kv = f.get_int_or(a + ".attention.head_count_kv", m.n_heads);
-  if (!kv.ok()) return kv.status().with_context(f.name());
-  m.n_kv_heads = *kv;
-  auto hd = f.get_int_or(a + ".attention.key_length", m.n_embd / m.n_heads);
-  if (!hd.ok()) return hd.status().with_context(f.name());
-  m.head_dim = *hd;
+  auto h = io::gguf_read_hparams(f);
+  if (!h.ok()) return h.status().with_context(f.name());
+  m.architecture = h->arch;
+  io::gguf_hparams_copy(*h, m);
   // The vocabulary: the tokenizer's token list, else the embedding's rows.
   if (const io::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
       tokens != nullptr && tokens->type == io::GgufType::kArray) {
@@ -94,9 +67,6 @@ Result<PlanModel> plan_model_from_gguf(const io::GgufFile& f) {
   PlanModel m;
   m.name = f.name();
   m.source = "gguf";
-  auto arch = f.get_string("general.architecture");
-  if (!arch.ok()) return arch.status().with_context(f.name());
-  m.architecture = std::string(*arch);
   TALLY_RETURN_IF_ERROR(read_hparams(f, m));
   TALLY_RETURN_IF_ERROR(plan_model_validate(m));
 

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/ascii.h"
+
 namespace tally::plan {
 
 namespace {
@@ -30,12 +32,6 @@ constexpr std::array kUnits = {
     Unit{"gb", kK * kK * kK},
     Unit{"tb", kK * kK * kK * kK},
 };
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -65,7 +61,7 @@ Result<int64_t> parse_memory_size(std::string_view text) {
                       "24GB, 512MiB",
                       text);
   const std::string number(s.substr(0, i));
-  const std::string unit = lower(trim(s.substr(i)));
+  const std::string unit = ascii_lower(trim(s.substr(i)));
   const Unit* found = nullptr;
   for (const auto& u : kUnits)
     if (u.name == unit) found = &u;

@@ -1,9 +1,10 @@
 #include "plan/plan.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include <fmt/format.h>
+
+#include "base/ascii.h"
 
 namespace tally::plan {
 
@@ -95,7 +96,7 @@ void add_weights(const PlanModel& m, const WeightFormat& format, Plan& p) {
     } else {
       const DType dt = weight_format_tensor_type(format, t, m);
       type = std::string(dtype_name(dt));
-      if (!t.is_vector() && dt == DType::kF16 && format.base != DType::kF16) ++n_fallback;
+      if (!t.is_vector() && t.n_cols % dtype_info(format.base).block_size != 0) ++n_fallback;
     }
     auto it = std::find_if(p.weight_types.begin(), p.weight_types.end(),
                            [&](const WeightTypeBytes& w) { return w.type == type; });
@@ -123,7 +124,9 @@ void add_weights(const PlanModel& m, const WeightFormat& format, Plan& p) {
         format.name, dtype_name(format.base), dtype_name(*format.more_bits)));
   if (n_fallback > 0)
     p.notes.push_back(fmt::format(
-        "{} matrices have rows that do not fill whole {} blocks: counted in f16", n_fallback,
+        "{} matrices have rows that do not fill whole {} blocks: counted in llama.cpp's "
+        "fallback type for them (q4_K -> q5_0, q6_K -> q8_0, ...; f16 when none fits)",
+        n_fallback,
         dtype_name(format.base)));
   if (!format.from_file && m.has_file_bytes())
     p.notes.push_back(fmt::format("weights planned as {}, not as the file stores them",
@@ -204,8 +207,7 @@ void add_capacity(const PlanModel& m, Plan& p) {
 }  // namespace
 
 Result<DType> kv_type_from_name(std::string_view name) {
-  std::string n(name);
-  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string n = ascii_lower(name);
   if (n == "f32") return DType::kF32;
   if (n == "f16") return DType::kF16;
   if (n == "bf16") return DType::kBF16;

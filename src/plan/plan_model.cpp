@@ -2,7 +2,7 @@
 
 #include <tuple>
 
-#include <fmt/format.h>
+#include "io/gguf_tensor_names.h"
 
 namespace tally::plan {
 
@@ -97,30 +97,32 @@ void add(std::vector<PlanTensor>& out, std::string name, TensorRole role, int la
 }  // namespace
 
 std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& m) {
+  using io::GgufTensor;
   const int64_t q_dim = m.n_heads * m.head_dim;
   const int64_t kv_dim = m.n_kv_heads * m.head_dim;
   std::vector<PlanTensor> out;
   out.reserve(static_cast<size_t>(m.n_layers) * 12 + 3);
-  add(out, "token_embd.weight", TensorRole::kTokenEmbd, -1, m.n_embd, m.n_vocab);
+  add(out, io::gguf_tensor_name(GgufTensor::kTokenEmbd), TensorRole::kTokenEmbd, -1, m.n_embd, m.n_vocab);
   for (int i = 0; i < static_cast<int>(m.n_layers); ++i) {
-    auto blk = [i](const char* what) { return fmt::format("blk.{}.{}", i, what); };
-    add(out, blk("attn_norm.weight"), TensorRole::kNorm, i, m.n_embd, 1);
-    add(out, blk("attn_q.weight"), TensorRole::kAttnQ, i, m.n_embd, q_dim);
-    add(out, blk("attn_k.weight"), TensorRole::kAttnK, i, m.n_embd, kv_dim);
-    add(out, blk("attn_v.weight"), TensorRole::kAttnV, i, m.n_embd, kv_dim);
+    auto blk = [i](io::GgufTensor t) { return io::gguf_tensor_name(t, i); };
+    add(out, blk(GgufTensor::kAttnNorm), TensorRole::kNorm, i, m.n_embd, 1);
+    add(out, blk(GgufTensor::kAttnQ), TensorRole::kAttnQ, i, m.n_embd, q_dim);
+    add(out, blk(GgufTensor::kAttnK), TensorRole::kAttnK, i, m.n_embd, kv_dim);
+    add(out, blk(GgufTensor::kAttnV), TensorRole::kAttnV, i, m.n_embd, kv_dim);
     if (m.qkv_bias) {
-      add(out, blk("attn_q.bias"), TensorRole::kBiasQ, i, q_dim, 1);
-      add(out, blk("attn_k.bias"), TensorRole::kBiasK, i, kv_dim, 1);
-      add(out, blk("attn_v.bias"), TensorRole::kBiasV, i, kv_dim, 1);
+      add(out, blk(GgufTensor::kAttnQBias), TensorRole::kBiasQ, i, q_dim, 1);
+      add(out, blk(GgufTensor::kAttnKBias), TensorRole::kBiasK, i, kv_dim, 1);
+      add(out, blk(GgufTensor::kAttnVBias), TensorRole::kBiasV, i, kv_dim, 1);
     }
-    add(out, blk("attn_output.weight"), TensorRole::kAttnOut, i, q_dim, m.n_embd);
-    add(out, blk("ffn_norm.weight"), TensorRole::kNorm, i, m.n_embd, 1);
-    add(out, blk("ffn_gate.weight"), TensorRole::kFfnGate, i, m.n_embd, m.n_ff);
-    add(out, blk("ffn_up.weight"), TensorRole::kFfnUp, i, m.n_embd, m.n_ff);
-    add(out, blk("ffn_down.weight"), TensorRole::kFfnDown, i, m.n_ff, m.n_embd);
+    add(out, blk(GgufTensor::kAttnOut), TensorRole::kAttnOut, i, q_dim, m.n_embd);
+    add(out, blk(GgufTensor::kFfnNorm), TensorRole::kNorm, i, m.n_embd, 1);
+    add(out, blk(GgufTensor::kFfnGate), TensorRole::kFfnGate, i, m.n_embd, m.n_ff);
+    add(out, blk(GgufTensor::kFfnUp), TensorRole::kFfnUp, i, m.n_embd, m.n_ff);
+    add(out, blk(GgufTensor::kFfnDown), TensorRole::kFfnDown, i, m.n_ff, m.n_embd);
   }
-  add(out, "output_norm.weight", TensorRole::kNorm, -1, m.n_embd, 1);
-  if (!m.tied_embeddings) add(out, "output.weight", TensorRole::kOutput, -1, m.n_embd, m.n_vocab);
+  add(out, io::gguf_tensor_name(GgufTensor::kOutputNorm), TensorRole::kNorm, -1, m.n_embd, 1);
+  if (!m.tied_embeddings)
+    add(out, io::gguf_tensor_name(GgufTensor::kOutput), TensorRole::kOutput, -1, m.n_embd, m.n_vocab);
   return out;
 }
 

@@ -1,10 +1,11 @@
 #include "plan/plan_presets.h"
 
 #include <array>
-#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "base/ascii.h"
 
 namespace tally::plan {
 
@@ -54,16 +55,6 @@ constexpr std::array kPresets = {
            DType::kBF16},
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::vector<std::string> plan_preset_names() {
@@ -74,7 +65,7 @@ std::vector<std::string> plan_preset_names() {
 
 Result<PlanModel> plan_preset(std::string_view name) {
   for (const auto& p : kPresets) {
-    if (!iequals(p.name, name)) continue;
+    if (!ascii_iequals(p.name, name)) continue;
     PlanModel m;
     m.name = p.name;
     m.source = "preset";

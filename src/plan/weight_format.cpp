@@ -1,30 +1,13 @@
 #include "plan/weight_format.h"
 
-#include <cctype>
-
+#include "base/ascii.h"
 #include "base/check.h"
+#include "plan/llama_quant_rules.h"
 
 namespace tally::plan {
 
-namespace {
-
-std::string lower_ascii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// The blocks where a *_k_m mix spends more bits on attn_v and ffn_down.
-bool gets_more_bits(int layer, int64_t n_layers) {
-  if (layer < 0) return false;
-  const int64_t i = layer;
-  return i < n_layers / 8 || i >= 7 * n_layers / 8 || (i - n_layers / 8) % 3 == 2;
-}
-
-}  // namespace
-
 Result<WeightFormat> weight_format_from_name(std::string_view name) {
-  const std::string n = lower_ascii(name);
+  const std::string n = ascii_lower(name);
   WeightFormat f;
   f.name = n;
   if (n == "file") {
@@ -80,12 +63,10 @@ DType weight_format_tensor_type(const WeightFormat& format, const PlanTensor& t,
     const bool output_like =
         t.role == TensorRole::kOutput ||
         (t.role == TensorRole::kTokenEmbd && model.tied_embeddings);
-    const bool mixed_role = t.role == TensorRole::kAttnV || t.role == TensorRole::kFfnDown;
-    if (output_like || (mixed_role && gets_more_bits(t.layer, model.n_layers)))
-      type = *format.more_bits;
+    if (output_like || llama_quant_more_bits_tensor(t, model)) type = *format.more_bits;
   }
-  if (t.n_cols % dtype_info(type).block_size != 0) type = DType::kF16;
-  return type;
+  // A type llama.cpp would refuse for these rows is planned as f16 (a plan has no error).
+  return llama_quant_block_fallback(type, t.n_cols).value_or(DType::kF16);
 }
 
 int64_t weight_format_tensor_bytes(const WeightFormat& format, const PlanTensor& t,

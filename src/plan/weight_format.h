@@ -5,7 +5,8 @@
 // Bytes per weight follow the block layouts (tensor/dtype.h): q8_0 = 34/32, q4_0 = 18/32,
 // q4_K = 144/256, q5_K = 176/256, q6_K = 210/256. Vectors (norms, biases) are kept in f32, as
 // GGUF files keep them. A matrix whose rows do not fill whole blocks of the chosen type is
-// counted in f16 (llama.cpp falls back to a non-block type for such tensors too).
+// counted in the type llama.cpp falls back to (llama_quant_rules.h: q4_K -> q5_0, q6_K ->
+// q8_0, ...), or in f16 where llama.cpp would refuse the tensor.
 #pragma once
 
 #include <optional>

@@ -1,9 +1,10 @@
 #include "quant/quant_scheme.h"
 
-#include <cctype>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "base/ascii.h"
+#include "plan/llama_quant_rules.h"
 
 namespace tally::quant {
 
@@ -23,18 +24,12 @@ constexpr SchemeRow kSchemes[] = {
     {"q4_0", DType::kQ4_0, false, 2}, {"q4_k_m", DType::kQ4_K, true, 15},
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool fits_blocks(DType type, int64_t n_cols) { return n_cols % dtype_info(type).block_size == 0; }
 
 }  // namespace
 
 Result<QuantScheme> quant_scheme_from_name(std::string_view name) {
-  std::string n = lower(name);
+  std::string n = ascii_lower(name);
   if (n == "q4_k") n = "q4_k_m";
   for (const SchemeRow& row : kSchemes) {
     if (n == row.name) return QuantScheme{row.name, row.base, row.k_mix, row.file_type};
@@ -53,10 +48,6 @@ bool quant_scheme_is_quantized(const QuantScheme& scheme) {
   return scheme.base != DType::kF32 && scheme.base != DType::kF16 && scheme.base != DType::kBF16;
 }
 
-bool quant_uses_more_bits(int64_t layer, int64_t n_layers) {
-  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
-}
-
 Result<DType> quant_scheme_tensor_type(const QuantScheme& scheme, const plan::PlanTensor& t,
                                        const plan::PlanModel& model) {
   using plan::TensorRole;
@@ -72,21 +63,20 @@ Result<DType> quant_scheme_tensor_type(const QuantScheme& scheme, const plan::Pl
     } else if (type != DType::kQ8_0) {
       type = DType::kQ6_K;
     }
-  } else if (scheme.k_mix && (t.role == TensorRole::kAttnV || t.role == TensorRole::kFfnDown) &&
-             quant_uses_more_bits(t.layer, model.n_layers)) {
+  } else if (scheme.k_mix && plan::llama_quant_more_bits_tensor(t, model)) {
     type = DType::kQ6_K;
   }
-  if (fits_blocks(type, t.n_cols)) return type;
-  if (type != DType::kQ6_K && type != DType::kQ4_K) {
+  const std::optional<DType> stored = plan::llama_quant_block_fallback(type, t.n_cols);
+  if (!stored) {
     return make_error(ErrorCode::kUnsupported,
                       "tensor '{}': rows of {} values are not whole {} blocks of {} (llama.cpp refuses such a "
                       "tensor too)",
                       t.name, t.n_cols, dtype_name(type), dtype_info(type).block_size);
   }
-  // llama.cpp: q6_K -> q8_0, q4_K -> q5_0 (not in tally: q8_0), then f16 if still not whole blocks.
-  type = DType::kQ8_0;
-  if (!fits_blocks(type, t.n_cols)) type = DType::kF16;
-  return type;
+  // llama.cpp's fallback may be a type tally cannot compute (q4_K -> q5_0): q8_0 instead,
+  // then f16 if the rows are not whole q8_0 blocks either.
+  if (dtype_info(*stored).computable) return *stored;
+  return fits_blocks(DType::kQ8_0, t.n_cols) ? DType::kQ8_0 : DType::kF16;
 }
 
 }  // namespace tally::quant

@@ -13,11 +13,11 @@
 //                  i < L/8 || i >= 7L/8 || (i - L/8) % 3 == 2   (llama.cpp's use_more_bits;
 //                  it counts attn_v tensors in layer order, so its index is the layer)
 //     everything else                    the base type
-//   rows that are not whole blocks of the chosen type fall back as llama.cpp does:
-//     q6_K -> q8_0; q4_K -> q5_0 in llama.cpp, but tally has no q5_0 kernels, so q8_0 here
-//     (the one deviation; it hits Qwen2.5-0.5B, whose rows of 896 are not multiples of 256);
-//     (then f16 if even q8_0 does not fit); q8_0 / q4_0 rows that are not multiples of 32 are
-//     an error, as in llama.cpp.
+//   rows that are not whole blocks of the chosen type fall back as llama.cpp does
+//     (plan/llama_quant_rules.h, shared with the planner): q6_K -> q8_0; q4_K -> q5_0 in
+//     llama.cpp, but tally has no q5_0 kernels, so q8_0 here (the one deviation; it hits
+//     Qwen2.5-0.5B, whose rows of 896 are not multiples of 256); then f16 if even q8_0 does
+//     not fit; q8_0 / q4_0 rows that are not multiples of 32 are an error, as in llama.cpp.
 // Not modelled: llama.cpp's bump of attn_v from q4_K to q5_K in 70B llama models (tally has no
 // q5_K kernels: a llama-*-70b q4_k_m file keeps those in q4_K) and its MoE rules.
 #pragma once
@@ -46,9 +46,6 @@ Result<QuantScheme> quant_scheme_from_name(std::string_view name);
 std::vector<std::string> quant_scheme_names();
 
 bool quant_scheme_is_quantized(const QuantScheme& scheme);
-
-// llama.cpp's use_more_bits(i_layer, n_layers).
-bool quant_uses_more_bits(int64_t layer, int64_t n_layers);
 
 // The type of `tensor` (a tensor of `model.tensors`) under `scheme`; an error when its rows
 // cannot be stored in the scheme's type (see above).

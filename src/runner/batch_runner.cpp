@@ -14,7 +14,7 @@ int64_t max_rows_of(const BatchRunnerConfig& c) { return std::min(c.max_rows, c.
 
 BatchRunnerBytes BatchRunner::bytes_for(const ModelConfig& model, const BatchRunnerConfig& c) {
   BatchRunnerBytes b;
-  const KvCacheShape shape = KvCacheShape::for_model(model, c.n_blocks, c.block_size, c.kv_type);
+  const KvStorageShape shape = KvStorageShape::for_model(model, c.n_blocks, c.block_size, c.kv_type);
   b.kv = shape.bytes();
   b.scratch = ForwardScratch::bytes_for(model, c.max_tokens);
   const int64_t rows = max_rows_of(c);
@@ -31,13 +31,13 @@ Result<std::unique_ptr<BatchRunner>> BatchRunner::create(const Model& model,
                       "runner: max_tokens {} and max_rows {} must be >= 1", config.max_tokens,
                       config.max_rows);
   }
-  const KvCacheShape shape =
-      KvCacheShape::for_model(model.config(), config.n_blocks, config.block_size, config.kv_type);
-  TALLY_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(shape));
+  const KvStorageShape shape =
+      KvStorageShape::for_model(model.config(), config.n_blocks, config.block_size, config.kv_type);
+  TALLY_ASSIGN_OR_RETURN(KvStorage kv, KvStorage::create(shape));
   return std::unique_ptr<BatchRunner>(new BatchRunner(model, config, std::move(kv)));
 }
 
-BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, KvCache kv)
+BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, KvStorage kv)
     : model_(model),
       config_(config),
       n_vocab_(model.config().n_vocab),

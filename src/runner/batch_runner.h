@@ -26,7 +26,7 @@
 #include "base/thread_pool.h"
 #include "model/batch.h"
 #include "model/forward_scratch.h"
-#include "model/kv_cache.h"
+#include "model/kv_storage.h"
 #include "model/model.h"
 #include "sched/scheduler_output.h"
 
@@ -77,7 +77,7 @@ class BatchRunner {
   void reset() { seqs_.clear(); }
 
   size_t n_known_seqs() const { return seqs_.size(); }
-  const KvCache& kv() const { return kv_; }
+  const KvStorage& kv() const { return kv_; }
   BatchRunnerBytes bytes() const { return bytes_; }
   int64_t n_vocab() const { return n_vocab_; }
 
@@ -87,7 +87,7 @@ class BatchRunner {
     std::vector<int32_t> block_table;  // logical -> physical
   };
 
-  BatchRunner(const Model& model, const BatchRunnerConfig& config, KvCache kv);
+  BatchRunner(const Model& model, const BatchRunnerConfig& config, KvStorage kv);
   Status apply_tables(const SchedulerOutput& out);
   Status fill_batch(const SchedulerOutput& out);
 
@@ -95,7 +95,7 @@ class BatchRunner {
   BatchRunnerConfig config_;
   int64_t n_vocab_;
   BatchRunnerBytes bytes_;
-  KvCache kv_;
+  KvStorage kv_;
   ForwardScratch scratch_;
   std::unordered_map<int64_t, SeqState> seqs_;
   // Batch arrays, capacity fixed at creation.

@@ -1,5 +1,5 @@
 // Chat messages -> prompt text, through the model's own chat template
-// (tokenizer.chat_template, rendered by tokenizer/chat_template.h) or ChatML when the model
+// (tokenizer.chat_template, rendered by template/chat_template.h) or ChatML when the model
 // has none (llama.cpp's fallback). The server calls a ChatRenderer, so tests can give it any.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace tally {
 class Tokenizer;

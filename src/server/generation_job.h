@@ -17,7 +17,7 @@
 #include "engine/engine_types.h"
 #include "server/openai_response.h"
 #include "server/server_context.h"
-#include "server/utf8_stream.h"
+#include "tokenizer/utf8_stream.h"
 
 namespace tally::server {
 
@@ -50,7 +50,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  private:
   struct Choice {
     std::string text;  // all of it (not streamed), or what has not been sent yet
-    Utf8Stream utf8;
+    tok::Utf8Stream utf8;
     TokenLogprobs logprobs;  // of the text not yet sent (streamed) or all (not streamed)
     size_t text_offset = 0;  // bytes already streamed
     FinishReason finish = FinishReason::kNone;

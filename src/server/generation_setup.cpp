@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/unix_time.h"
 #include "sampling/sampling_check.h"
 #include "tokenizer/tokenizer.h"
 
@@ -15,12 +16,6 @@ namespace {
 
 // OpenAI's default for completions; chat defaults to the rest of the context.
 constexpr int64_t kDefaultCompletionTokens = 16;
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::optional<ApiError> resolve_max_tokens(const ServerContext& ctx, const GenerationInput& in,
                                            int64_t longest_prompt, int32_t& out) {
@@ -142,7 +137,7 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exc
   spec.reserved_tokens = reserve;
 
   const bool chat = in.kind == ApiKind::kChat;
-  spec.meta = {in.kind, (chat ? "chatcmpl-" : "cmpl-") + exchange.log().request_id, unix_now(),
+  spec.meta = {in.kind, (chat ? "chatcmpl-" : "cmpl-") + exchange.log().request_id, unix_seconds_now(),
                *model};
   spec.prompts = std::move(in.prompts);
   spec.request.sampling = p.sampling;

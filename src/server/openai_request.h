@@ -16,7 +16,7 @@
 
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 
 namespace tally::server {
 

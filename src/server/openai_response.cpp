@@ -1,6 +1,6 @@
 #include "server/openai_response.h"
 
-#include "server/utf8_stream.h"
+#include "tokenizer/utf8_stream.h"
 
 namespace tally::server {
 
@@ -28,10 +28,10 @@ Json completion_logprobs_json(const TokenLogprobs& lp, const TokenBytes& token_b
        offsets = Json::array();
   for (size_t i = 0; i < lp.tokens.size(); ++i) {
     const std::string bytes = token_bytes(lp.tokens[i]);
-    tokens.push_back(utf8_valid(bytes));
+    tokens.push_back(tok::utf8_valid(bytes));
     values.push_back(lp.logprobs[i]);
     Json top = Json::object();
-    for (const auto& t : lp.top[i]) top[utf8_valid(token_bytes(t.token))] = t.logprob;
+    for (const auto& t : lp.top[i]) top[tok::utf8_valid(token_bytes(t.token))] = t.logprob;
     tops.push_back(std::move(top));
     offsets.push_back(offset);
     offset += bytes.size();
@@ -50,9 +50,9 @@ Json chat_logprobs_json(const TokenLogprobs& lp, const TokenBytes& token_bytes) 
     Json top = Json::array();
     for (const auto& t : lp.top[i]) {
       const std::string tb = token_bytes(t.token);
-      top.push_back({{"token", utf8_valid(tb)}, {"logprob", t.logprob}, {"bytes", byte_array(tb)}});
+      top.push_back({{"token", tok::utf8_valid(tb)}, {"logprob", t.logprob}, {"bytes", byte_array(tb)}});
     }
-    content.push_back({{"token", utf8_valid(bytes)},
+    content.push_back({{"token", tok::utf8_valid(bytes)},
                        {"logprob", lp.logprobs[i]},
                        {"bytes", byte_array(bytes)},
                        {"top_logprobs", std::move(top)}});

@@ -1,3 +1,4 @@
+#include "base/unix_time.h"
 #include "server/server.h"
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@
 #include "server/generation_job.h"
 #include "server/handlers.h"
 #include "server/http_server.h"
-#include "server/router.h"
+#include "server/route_table.h"
 
 namespace tally::server {
 
@@ -26,24 +27,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-int64_t unix_seconds_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-void add_routes(Router& router, ServerContext& ctx) {
+void add_routes(RouteTable& routes, ServerContext& ctx) {
   auto bind = [&ctx](void (*fn)(ServerContext&, std::shared_ptr<HttpExchange>)) {
     return [&ctx, fn](std::shared_ptr<HttpExchange> ex) { fn(ctx, std::move(ex)); };
   };
-  router.add("POST", "/v1/completions", RouteAccess::kKey, bind(handle_completions));
-  router.add("POST", "/v1/chat/completions", RouteAccess::kKey, bind(handle_chat_completions));
-  router.add("GET", "/v1/models", RouteAccess::kKey, bind(handle_models), /*prefix=*/true);
-  router.add("POST", "/tokenize", RouteAccess::kKey, bind(handle_tokenize));
-  router.add("POST", "/detokenize", RouteAccess::kKey, bind(handle_detokenize));
-  router.add("GET", "/health", RouteAccess::kHealth, bind(handle_health));
-  router.add("GET", "/ready", RouteAccess::kHealth, bind(handle_ready));
-  router.add("GET", "/metrics", RouteAccess::kMetrics, bind(handle_metrics));
+  routes.add("POST", "/v1/completions", RouteAccess::kKey, bind(handle_completions));
+  routes.add("POST", "/v1/chat/completions", RouteAccess::kKey, bind(handle_chat_completions));
+  routes.add("GET", "/v1/models", RouteAccess::kKey, bind(handle_models), /*prefix=*/true);
+  routes.add("POST", "/tokenize", RouteAccess::kKey, bind(handle_tokenize));
+  routes.add("POST", "/detokenize", RouteAccess::kKey, bind(handle_detokenize));
+  routes.add("GET", "/health", RouteAccess::kHealth, bind(handle_health));
+  routes.add("GET", "/ready", RouteAccess::kHealth, bind(handle_ready));
+  routes.add("GET", "/metrics", RouteAccess::kMetrics, bind(handle_metrics));
 }
 
 }  // namespace
@@ -60,14 +55,14 @@ struct Server::Impl {
         limiter(config.rate_limits),
         ctx{io,         config, engine, engine.tokenizer(), *chat, observer, limiter,
             unix_seconds_now(), false,  {}},
-        router(keys, config.open_health, config.open_metrics),
+        routes(keys, config.open_health, config.open_metrics),
         http(
             io, config.http,
-            [this](std::shared_ptr<HttpExchange> ex) { router.handle(std::move(ex)); },
+            [this](std::shared_ptr<HttpExchange> ex) { routes.handle(std::move(ex)); },
             [this](const ExchangeSummary& s) { access_log.write(s); }),
         signals(io, SIGINT, SIGTERM),
         drain_timer(io) {
-    add_routes(router, ctx);
+    add_routes(routes, ctx);
   }
 
   void begin_drain();
@@ -82,7 +77,7 @@ struct Server::Impl {
   RateLimiter limiter;
   AccessLog access_log;
   ServerContext ctx;
-  Router router;
+  RouteTable routes;
   HttpServer http;
   asio::signal_set signals;
   asio::steady_timer drain_timer;

@@ -5,7 +5,7 @@
 #include "server/generation_setup.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
-#include "server/utf8_stream.h"
+#include "tokenizer/utf8_stream.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally::server {
@@ -34,7 +34,7 @@ void handle_tokenize(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange)
       {"count", tokens.size()}, {"max_model_len", ctx.engine.max_model_len()}, {"tokens", tokens}};
   if (req.return_token_strs) {
     nlohmann::json strs = nlohmann::json::array();
-    for (int32_t id : tokens) strs.push_back(utf8_valid(ctx.tokenizer.piece(id)));
+    for (int32_t id : tokens) strs.push_back(tok::utf8_valid(ctx.tokenizer.piece(id)));
     body["token_strs"] = std::move(strs);
   }
   reply_json(*exchange, 200, json_dump(body));
@@ -53,7 +53,7 @@ void handle_detokenize(ServerContext& ctx, std::shared_ptr<HttpExchange> exchang
     return reply_error(*exchange, *e);
   }
   // Control tokens (BOS, EOS) give no text, so /tokenize then /detokenize is the prompt again.
-  const std::string text = utf8_valid(ctx.tokenizer.decode(ids, /*skip_special=*/true));
+  const std::string text = tok::utf8_valid(ctx.tokenizer.decode(ids, /*skip_special=*/true));
   reply_json(*exchange, 200, json_dump({{"prompt", text}}));
 }
 

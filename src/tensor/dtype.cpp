@@ -1,8 +1,8 @@
 #include "tensor/dtype.h"
 
 #include <array>
-#include <cctype>
 
+#include "base/ascii.h"
 #include "base/check.h"
 
 namespace tally {
@@ -34,16 +34,6 @@ constexpr std::array kTypes = {
     Entry{35, {"tq2_0", 256, 66, false}},   Entry{39, {"mxfp4", 32, 17, false}},
 };
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::optional<DTypeTraits> dtype_traits(uint32_t raw) {
@@ -63,7 +53,7 @@ std::string_view dtype_name(DType type) { return dtype_info(type).name; }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const auto& e : kTypes)
-    if (iequals(e.traits.name, name)) return static_cast<DType>(e.raw);
+    if (ascii_iequals(e.traits.name, name)) return static_cast<DType>(e.raw);
   return std::nullopt;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8_stream.h"
 
 namespace tally {
 
@@ -28,8 +29,8 @@ class StreamingDetokenizer {
 
  private:
   const Tokenizer& tokenizer_;
-  std::string pending_;  // bytes of an incomplete character (at most 3)
-  std::string bytes_;    // scratch: pending + this token's bytes
+  tok::Utf8Stream utf8_;  // holds the bytes of an incomplete character
+  std::string bytes_;     // scratch: this token's bytes
   bool after_bos_ = false;
   bool strip_after_bos_ = false;
 };

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "backend/backend_types.h"
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
 #include "tensor/dtype.h"
@@ -27,33 +28,12 @@ namespace tally::cpu {
 inline constexpr int64_t kAttentionChunk = 64;
 inline constexpr int64_t kAttentionGroup = 8;
 
-// Physical block ids of one sequence, in logical order.
-struct BlockTableView {
-  const int32_t* ids = nullptr;
-  int64_t size = 0;
-};
-
-// One layer of the KV pool: K and V each [n_blocks][block_size][n_kv_heads][head_dim] of
-// dtype (f32, f16 or bf16: kv_row.h).
-struct PagedKvLayer {
-  const void* k = nullptr;
-  const void* v = nullptr;
-  int64_t block_size = 0;
-  DType dtype = DType::kF32;
-};
-
-struct AttentionArgs {
-  int64_t n_tokens = 0;
-  int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;  // divides n_heads
-  int64_t head_dim = 0;
-  const float* q = nullptr;                   // [n_tokens][n_heads][head_dim]
-  float* out = nullptr;                       // [n_tokens][n_heads][head_dim], not aliasing q
-  const int32_t* positions = nullptr;         // [n_tokens]
-  const int32_t* seq_index = nullptr;         // [n_tokens]
-  const BlockTableView* block_tables = nullptr;  // [n_seqs], long enough for every position
-  PagedKvLayer kv;
-};
+// The arguments (block tables, one layer of the KV pool: K and V each
+// [n_blocks][block_size][n_kv_heads][head_dim] of f32, f16 or bf16 (kv_row.h)) are the backend
+// interface's types (backend/backend_types.h).
+using tally::AttentionArgs;
+using tally::BlockTableView;
+using tally::PagedKvLayer;
 
 // All (token, KV head) tasks over the pool with the CPU's best path.
 void attention(const AttentionArgs& args, ThreadPool& pool);

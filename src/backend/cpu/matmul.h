@@ -12,36 +12,23 @@
 #include <cstdint>
 #include <span>
 
+#include "backend/backend_types.h"
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
 #include "tensor/dtype.h"
 
 namespace tally::cpu {
 
-// How a weight matrix's bytes are laid out.
-//   kRows          row o holds n_in elements of `type` at data + o * row_bytes (GGUF's layout,
-//                  viewed in place, e.g. in the mmap)
-//   kInterleaved8  Q8_0 / Q4_0 rows repacked in groups of 8 (matmul_repack.h): the kernels'
-//                  own layout, same bytes per row; row_bytes is one row's dtype_row_bytes
-enum class WeightLayout : uint8_t { kRows, kInterleaved8 };
-
-struct WeightMatrix {
-  DType type = DType::kF32;
-  int64_t n_in = 0;
-  int64_t n_out = 0;
-  const uint8_t* data = nullptr;
-  int64_t row_bytes = 0;
-  WeightLayout layout = WeightLayout::kRows;
-};
+// WeightMatrix and its layouts (kRows: GGUF's rows in place; kInterleaved8: matmul_repack.h)
+// are the backend interface's types (backend/backend_types.h).
+using tally::WeightLayout;
+using tally::WeightMatrix;
 
 // y = x · Wᵀ over the pool. x: [n_tokens][n_in], y: [n_tokens][n_out] (contiguous).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
-// One product of a group that shares its input: y = x · wᵀ, y: [n_tokens][w->n_out].
-struct MatmulOutput {
-  const WeightMatrix* w = nullptr;
-  float* y = nullptr;
-};
+// One product of a group that shares its input (backend/backend_types.h).
+using tally::MatmulOutput;
 
 // Several products of the same activations (Q/K/V of a layer, FFN gate and up): x is
 // quantized once per activation form, and one split over the rows of all the matrices keeps

@@ -11,19 +11,15 @@
 
 #include <cstdint>
 
+#include "backend/backend_types.h"
 #include "base/cpu_features.h"
 #include "base/thread_pool.h"
 
 namespace tally::cpu {
 
-enum class RopeLayout { kAdjacent, kNeox };
-
-struct RopeShape {
-  int64_t n_heads = 0;
-  int64_t head_dim = 0;
-  int64_t rot_dim = 0;  // even, <= head_dim
-  RopeLayout layout = RopeLayout::kAdjacent;
-};
+// RopeLayout and RopeShape are the backend interface's types (backend/backend_types.h).
+using tally::RopeLayout;
+using tally::RopeShape;
 
 // Per token, cos and sin expanded to one entry per rotated element, with the sign folded in
 // so that out[j] = x[j]*cos[j] + x[partner(j)]*sin[j]:

@@ -70,7 +70,7 @@ TEST_F(BatchValidation, EachBadFieldIsNamed) {
 }
 
 TEST_F(BatchValidation, MismatchedCacheOrScratchIsRejected) {
-  auto kv = tally::KvCache::create({3, 2, 8, 4, 4});
+  auto kv = tally::KvStorage::create({3, 2, 8, 4, 4});
   ASSERT_TRUE(kv.ok());
   tally::ThreadPool pool(1);
   const tally::Batch b = runner_->make_batch({{0, 0, {1}}});

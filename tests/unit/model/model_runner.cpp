@@ -10,8 +10,8 @@ namespace tally_test {
 
 namespace {
 
-tally::KvCache make_kv(const tally::Model& model, int64_t n_blocks, int64_t block_size, tally::DType kv_type) {
-  auto kv = tally::KvCache::create(tally::KvCacheShape::for_model(model.config(), n_blocks, block_size, kv_type));
+tally::KvStorage make_kv(const tally::Model& model, int64_t n_blocks, int64_t block_size, tally::DType kv_type) {
+  auto kv = tally::KvStorage::create(tally::KvStorageShape::for_model(model.config(), n_blocks, block_size, kv_type));
   EXPECT_TRUE(kv.ok()) << kv.status().to_string();
   return std::move(kv).value();
 }

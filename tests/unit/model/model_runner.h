@@ -29,13 +29,13 @@ class ModelRunner {
   tally::Status try_step(const tally::Batch& batch, std::vector<float>& logits);
 
   tally::Batch make_batch(const std::vector<Chunk>& chunks);
-  tally::KvCache& kv() { return kv_; }
+  tally::KvStorage& kv() { return kv_; }
   tally::ForwardScratch& scratch() { return scratch_; }
   const std::vector<std::vector<int32_t>>& tables() const { return tables_; }
 
  private:
   const tally::Model& model_;
-  tally::KvCache kv_;
+  tally::KvStorage kv_;
   tally::ForwardScratch scratch_;
   tally::ThreadPool pool_;
   std::vector<std::vector<int32_t>> tables_;

@@ -46,7 +46,7 @@ void check_against_reference(const Case& c) {
   auto loaded = tally::Model::from_gguf(std::move(gguf).value());
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   const tally::Model& model = **loaded;
-  EXPECT_EQ(model.config().arch->rope_layout, tally::cpu::RopeLayout::kNeox);
+  EXPECT_EQ(model.config().arch->rope_layout, tally::RopeLayout::kNeox);
   EXPECT_TRUE(model.config().tied_output);
 
   const std::vector<int32_t> tokens = {3, 17, 39, 0, 22, 22, 8, 31, 5, 12, 19, 2, 36, 27, 11, 4, 9, 33, 1, 25};

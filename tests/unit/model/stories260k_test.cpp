@@ -72,7 +72,7 @@ TEST(Stories260K, Config) {
   EXPECT_FLOAT_EQ(c.norm_eps, 1e-5f);
   EXPECT_EQ(c.rope_freq_base, 10000.0f);
   EXPECT_FALSE(c.tied_output);
-  EXPECT_EQ(c.arch->rope_layout, tally::cpu::RopeLayout::kAdjacent);
+  EXPECT_EQ(c.arch->rope_layout, tally::RopeLayout::kAdjacent);
   EXPECT_EQ(model->weights().owned_bytes, 0);  // all f32: nothing copied
 }
 

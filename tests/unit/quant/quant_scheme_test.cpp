@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/llama_quant_rules.h"
 #include "plan/plan_presets.h"
+#include "plan/weight_format.h"
 
 namespace tally::quant {
 namespace {
@@ -56,7 +58,7 @@ TEST(QuantScheme, UseMoreBitsMatchesLlamaCppForThirtyTwoLayers) {
   // n/8 = 4: layers 0-3 and 28-31, and (i - 4) % 3 == 2 between: 6, 9, ..., 27.
   std::vector<int> more;
   for (int i = 0; i < 32; ++i)
-    if (quant_uses_more_bits(i, 32)) more.push_back(i);
+    if (plan::llama_quant_more_bits_layer(i, 32)) more.push_back(i);
   const std::vector<int> expected = {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
   EXPECT_EQ(more, expected);
 }
@@ -70,7 +72,7 @@ TEST(QuantScheme, Q4KmMixOnLlama2_7b) {
   EXPECT_EQ(types.at("blk.0.attn_norm.weight"), DType::kF32);
   int n_q6 = 0;
   for (int i = 0; i < 32; ++i) {
-    const DType more = quant_uses_more_bits(i, 32) ? DType::kQ6_K : DType::kQ4_K;
+    const DType more = plan::llama_quant_more_bits_layer(i, 32) ? DType::kQ6_K : DType::kQ4_K;
     const auto name = [i](const char* w) { return fmt::format("blk.{}.{}.weight", i, w); };
     EXPECT_EQ(types.at(name("attn_v")), more) << i;
     EXPECT_EQ(types.at(name("ffn_down")), more) << i;
@@ -151,6 +153,32 @@ TEST(QuantScheme, RowsThatAreNotWholeBlocksOfABaseTypeAreRefused) {
     EXPECT_EQ(*f16, DType::kF16);
   }
   EXPECT_EQ(checked, 1);
+}
+
+// The planner (plan/weight_format.h) and this writer share llama.cpp's rules: for q4_k_m they
+// give every tensor the same type, except where llama.cpp's fallback is a type tally cannot
+// compute (q5_0 for q4_K rows of 896), which the writer stores in q8_0.
+TEST(QuantScheme, AgreesWithThePlannerOnEveryTensor) {
+  const auto format = plan::weight_format_from_name("q4_k_m");
+  ASSERT_TRUE(format.ok());
+  for (const char* name : {"qwen2.5-0.5b", "llama-3.2-1b", "llama-2-7b"}) {
+    const plan::PlanModel m = preset(name);
+    int n_substituted = 0;
+    for (const auto& t : m.tensors) {
+      const auto written = quant_scheme_tensor_type(scheme("q4_k_m"), t, m);
+      ASSERT_TRUE(written.ok()) << written.status().to_string();
+      const DType planned = plan::weight_format_tensor_type(*format, t, m);
+      if (dtype_info(planned).computable) {
+        EXPECT_EQ(*written, planned) << name << " " << t.name;
+      } else {
+        ++n_substituted;
+        EXPECT_EQ(planned, DType::kQ5_0) << name << " " << t.name;
+        EXPECT_EQ(*written, DType::kQ8_0) << name << " " << t.name;
+      }
+    }
+    // Only Qwen2.5-0.5B has rows (896) that are not whole q4_K blocks.
+    EXPECT_EQ(n_substituted > 0, std::string(name) == "qwen2.5-0.5b") << name;
+  }
 }
 
 }  // namespace

@@ -12,13 +12,13 @@
 #include "io/gguf_writer.h"
 #include "model/model.h"
 #include "plan/plan_model.h"
-#include "quant/synthetic_model.h"
+#include "synth/synthetic_model.h"
 #include "support/test_data.h"
 
 namespace tally {
 namespace {
 
-quant::SyntheticModelSpec tiny(const char* arch) {
+synth::SyntheticModelSpec tiny(const char* arch) {
   plan::PlanModel m;
   m.name = fmt::format("tiny-{}", arch);
   m.architecture = arch;
@@ -32,7 +32,7 @@ quant::SyntheticModelSpec tiny(const char* arch) {
   m.context_length = 256;
   m.tied_embeddings = std::string(arch) == "qwen2";
   m.qkv_bias = m.tied_embeddings;
-  quant::SyntheticModelSpec spec;
+  synth::SyntheticModelSpec spec;
   spec.shape = *plan::plan_model_finish(m);
   return spec;
 }
@@ -51,7 +51,7 @@ std::string tiny_vocab() {
 // Logits of the last of `tokens` (one sequence, one step).
 std::vector<float> last_logits(const Model& model, const std::vector<int32_t>& tokens) {
   const int64_t block_size = 16;
-  auto kv = KvCache::create(KvCacheShape::for_model(model.config(), 4, block_size));
+  auto kv = KvStorage::create(KvStorageShape::for_model(model.config(), 4, block_size));
   EXPECT_TRUE(kv.ok()) << kv.status().to_string();
   ForwardScratch scratch(model.config(), 16);
   ThreadPool pool(2);
@@ -70,16 +70,16 @@ std::vector<float> last_logits(const Model& model, const std::vector<int32_t>& t
   return logits;
 }
 
-void expect_runs(const quant::SyntheticModelSpec& spec, const char* type) {
+void expect_runs(const synth::SyntheticModelSpec& spec, const char* type) {
   SCOPED_TRACE(fmt::format("{} {}", spec.shape.name, type));
-  quant::SyntheticOptions o;
+  synth::SyntheticOptions o;
   o.spec = spec;
   o.type = type;
   o.seed = 3;
   o.n_threads = 2;
   o.vocab_gguf = tiny_vocab();
   o.output_path = fmt::format("{}/forward_{}_{}.gguf", tally_test::temp_dir(), spec.shape.name, type);
-  auto written = quant::write_synthetic_model(o);
+  auto written = synth::write_synthetic_model(o);
   ASSERT_TRUE(written.ok()) << written.status().to_string();
   auto model = Model::load(o.output_path);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -103,9 +103,9 @@ TEST(SyntheticForward, LlamaOfEveryTypeRunsWithFiniteLogits) {
 
 TEST(SyntheticForward, Qwen2AndLlama3RopeScalingRun) {
   expect_runs(tiny("qwen2"), "q4_k_m");
-  quant::SyntheticModelSpec llama3 = tiny("llama");
+  synth::SyntheticModelSpec llama3 = tiny("llama");
   llama3.rope_freq_base = 500000.0f;
-  llama3.llama3_rope = quant::Llama3RopeScaling{32.0f, 1.0f, 4.0f, 8192};
+  llama3.llama3_rope = synth::Llama3RopeScaling{32.0f, 1.0f, 4.0f, 8192};
   llama3.head_dim_keys = true;
   expect_runs(llama3, "q8_0");
 }

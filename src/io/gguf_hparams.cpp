@@ -1,0 +1,48 @@
+#include "io/gguf_hparams.h"
+
+#include <fmt/format.h>
+
+namespace tally::io {
+
+namespace {
+
+Result<int64_t> check_dim(std::string_view arch, std::string_view suffix, int64_t v) {
+  if (v <= 0 || v > kMaxHparamDim)
+    return make_error(ErrorCode::kFormat, "key '{}' = {} is out of range [1, {}]",
+                      gguf_arch_key(arch, suffix), v, kMaxHparamDim);
+  return v;
+}
+
+}  // namespace
+
+std::string gguf_arch_key(std::string_view arch, std::string_view suffix) {
+  return fmt::format("{}.{}", arch, suffix);
+}
+
+Result<int64_t> gguf_arch_dim(const GgufFile& f, std::string_view arch, std::string_view suffix) {
+  TALLY_ASSIGN_OR_RETURN(const int64_t v, f.get_int(gguf_arch_key(arch, suffix)));
+  return check_dim(arch, suffix, v);
+}
+
+Result<int64_t> gguf_arch_dim_or(const GgufFile& f, std::string_view arch,
+                                 std::string_view suffix, int64_t fallback) {
+  TALLY_ASSIGN_OR_RETURN(const int64_t v, f.get_int_or(gguf_arch_key(arch, suffix), fallback));
+  return check_dim(arch, suffix, v);
+}
+
+Result<GgufHparams> gguf_read_hparams(const GgufFile& f) {
+  GgufHparams h;
+  TALLY_ASSIGN_OR_RETURN(const std::string_view arch, f.get_string("general.architecture"));
+  h.arch = std::string(arch);
+  TALLY_ASSIGN_OR_RETURN(h.context_length, gguf_arch_dim(f, arch, "context_length"));
+  TALLY_ASSIGN_OR_RETURN(h.n_embd, gguf_arch_dim(f, arch, "embedding_length"));
+  TALLY_ASSIGN_OR_RETURN(h.n_ff, gguf_arch_dim(f, arch, "feed_forward_length"));
+  TALLY_ASSIGN_OR_RETURN(h.n_layers, gguf_arch_dim(f, arch, "block_count"));
+  TALLY_ASSIGN_OR_RETURN(h.n_heads, gguf_arch_dim(f, arch, "attention.head_count"));
+  TALLY_ASSIGN_OR_RETURN(h.n_kv_heads, gguf_arch_dim_or(f, arch, "attention.head_count_kv", h.n_heads));
+  TALLY_ASSIGN_OR_RETURN(h.head_dim,
+                         gguf_arch_dim_or(f, arch, "attention.key_length", h.n_embd / h.n_heads));
+  return h;
+}
+
+}  // namespace tally::io

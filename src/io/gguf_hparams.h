@@ -1,0 +1,54 @@
+// The shape hyper-parameters of a llama-family GGUF (`<arch>.block_count`, ...), under
+// llama.cpp's key names, read and range-checked here once for the model loader
+// (model/model_config.h) and the planner (plan/gguf_source.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "io/gguf.h"
+
+namespace tally::io {
+
+// Large enough for any real model, small enough that products of two stay far from overflow.
+inline constexpr int64_t kMaxHparamDim = int64_t{1} << 24;
+
+struct GgufHparams {
+  std::string arch;            // general.architecture, the prefix of the keys below
+  int64_t context_length = 0;  // <arch>.context_length
+  int64_t n_embd = 0;          // <arch>.embedding_length
+  int64_t n_ff = 0;            // <arch>.feed_forward_length
+  int64_t n_layers = 0;        // <arch>.block_count
+  int64_t n_heads = 0;         // <arch>.attention.head_count
+  int64_t n_kv_heads = 0;      // <arch>.attention.head_count_kv, default n_heads
+  int64_t head_dim = 0;        // <arch>.attention.key_length, default n_embd / n_heads
+};
+
+// "<arch>.<suffix>".
+std::string gguf_arch_key(std::string_view arch, std::string_view suffix);
+
+// `<arch>.<suffix>` as a dimension in [1, kMaxHparamDim]: kNotFound naming the key when it is
+// missing (or `fallback` when one is given), kFormat when out of range.
+Result<int64_t> gguf_arch_dim(const GgufFile& f, std::string_view arch, std::string_view suffix);
+Result<int64_t> gguf_arch_dim_or(const GgufFile& f, std::string_view arch,
+                                 std::string_view suffix, int64_t fallback);
+
+// Every field above; errors as gguf_arch_dim's.
+Result<GgufHparams> gguf_read_hparams(const GgufFile& f);
+
+// The fields above (arch excepted) into a struct that names them alike (ModelConfig,
+// plan::PlanModel).
+template <typename Shape>
+void gguf_hparams_copy(const GgufHparams& h, Shape& out) {
+  out.context_length = h.context_length;
+  out.n_embd = h.n_embd;
+  out.n_ff = h.n_ff;
+  out.n_layers = h.n_layers;
+  out.n_heads = h.n_heads;
+  out.n_kv_heads = h.n_kv_heads;
+  out.head_dim = h.head_dim;
+}
+
+}  // namespace tally::io

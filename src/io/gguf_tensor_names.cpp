@@ -1,0 +1,53 @@
+#include "io/gguf_tensor_names.h"
+
+#include <array>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+
+namespace tally::io {
+
+namespace {
+
+constexpr std::array<std::string_view, 16> kNames = {
+    "token_embd.weight", "output_norm.weight", "output.weight",   "rope_freqs.weight",
+    "attn_norm.weight",  "attn_q.weight",      "attn_k.weight",   "attn_v.weight",
+    "attn_q.bias",       "attn_k.bias",        "attn_v.bias",     "attn_output.weight",
+    "ffn_norm.weight",   "ffn_gate.weight",    "ffn_up.weight",   "ffn_down.weight",
+};
+constexpr auto kFirstPerBlock = static_cast<size_t>(GgufTensor::kAttnNorm);
+constexpr std::string_view kBlk = "blk.";
+
+std::optional<GgufTensor> find(std::string_view name, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i)
+    if (kNames[i] == name) return static_cast<GgufTensor>(i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool gguf_tensor_per_block(GgufTensor t) { return static_cast<size_t>(t) >= kFirstPerBlock; }
+
+std::string gguf_tensor_name(GgufTensor t, int64_t layer) {
+  const std::string_view name = kNames[static_cast<size_t>(t)];
+  if (!gguf_tensor_per_block(t)) return std::string(name);
+  TALLY_CHECK(layer >= 0, "tensor {} needs a block index", name);
+  return fmt::format("{}{}.{}", kBlk, layer, name);
+}
+
+std::optional<GgufTensorId> gguf_tensor_parse(std::string_view name) {
+  if (auto t = find(name, 0, kFirstPerBlock)) return GgufTensorId{*t, -1};
+  if (!name.starts_with(kBlk)) return std::nullopt;
+  const std::string_view rest = name.substr(kBlk.size());
+  int layer = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
+  if (ec != std::errc() || layer < 0 || end == rest.data() + rest.size() || *end != '.')
+    return std::nullopt;
+  const std::string_view what = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
+  if (auto t = find(what, kFirstPerBlock, kNames.size())) return GgufTensorId{*t, layer};
+  return std::nullopt;
+}
+
+}  // namespace tally::io

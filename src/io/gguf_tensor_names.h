@@ -1,0 +1,48 @@
+// The tensors of a llama-family GGUF under llama.cpp's names (its LLM_TENSOR_NAMES table):
+// the one list the model loader, the planner, the llama2.c importer and the synthetic writer
+// name tensors by.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tally::io {
+
+enum class GgufTensor : uint8_t {
+  // model-wide: "<name>"
+  kTokenEmbd,   // token_embd.weight
+  kOutputNorm,  // output_norm.weight
+  kOutput,      // output.weight
+  kRopeFreqs,   // rope_freqs.weight
+  // per block: "blk.<layer>.<name>"
+  kAttnNorm,    // attn_norm.weight
+  kAttnQ,       // attn_q.weight
+  kAttnK,       // attn_k.weight
+  kAttnV,       // attn_v.weight
+  kAttnQBias,   // attn_q.bias
+  kAttnKBias,   // attn_k.bias
+  kAttnVBias,   // attn_v.bias
+  kAttnOut,     // attn_output.weight
+  kFfnNorm,     // ffn_norm.weight
+  kFfnGate,     // ffn_gate.weight
+  kFfnUp,       // ffn_up.weight
+  kFfnDown,     // ffn_down.weight
+};
+
+// Whether `t` is one of the per-block tensors.
+bool gguf_tensor_per_block(GgufTensor t);
+
+// "token_embd.weight"; "blk.3.attn_q.weight" for a per-block tensor (layer >= 0, checked).
+std::string gguf_tensor_name(GgufTensor t, int64_t layer = -1);
+
+struct GgufTensorId {
+  GgufTensor tensor = GgufTensor::kTokenEmbd;
+  int layer = -1;  // -1 for the model-wide tensors
+};
+
+// The tensor a GGUF name stands for; nullopt for a name outside the table.
+std::optional<GgufTensorId> gguf_tensor_parse(std::string_view name);
+
+}  // namespace tally::io

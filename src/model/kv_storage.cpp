@@ -1,0 +1,91 @@
+#include "model/kv_storage.h"
+
+#include <cstring>
+
+#include "base/check.h"
+#include "tensor/quantize.h"
+
+namespace tally {
+
+KvStorageShape KvStorageShape::for_model(const ModelConfig& c, int64_t n_blocks, int64_t block_size,
+                                     DType dtype) {
+  return {c.n_layers, c.n_kv_heads, c.head_dim, n_blocks, block_size, dtype};
+}
+
+int64_t KvStorageShape::bytes_per_token() const {
+  const DTypeTraits& t = dtype_info(dtype);
+  return 2 * n_layers * n_kv_heads * head_dim * t.block_bytes / t.block_size;
+}
+
+Result<KvStorage> KvStorage::create(const KvStorageShape& s, const Backend& backend) {
+  if (s.n_layers <= 0 || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_blocks <= 0 ||
+      s.block_size <= 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "kv cache: sizes must be positive (layers {}, kv heads {}, head dim {}, "
+                      "blocks {}, block size {})",
+                      s.n_layers, s.n_kv_heads, s.head_dim, s.n_blocks, s.block_size);
+  if (!backend.kv_type_supported(s.dtype))
+    return make_error(ErrorCode::kUnsupported,
+                      "kv cache: type {} is not supported (f32, f16, bf16)", dtype_name(s.dtype));
+  int64_t elements = 0;
+  if (__builtin_mul_overflow(s.n_blocks, s.block_size, &elements) ||
+      __builtin_mul_overflow(elements, s.n_kv_heads * s.head_dim, &elements) ||
+      __builtin_mul_overflow(elements, 2 * s.n_layers, &elements) ||
+      elements > (int64_t{1} << 40) / dtype_info(s.dtype).block_bytes)
+    return make_error(ErrorCode::kOutOfMemory, "kv cache: {} blocks of {} positions is too large",
+                      s.n_blocks, s.block_size);
+  Result<HugePageBuffer> data = HugePageBuffer::create(static_cast<size_t>(s.bytes()));
+  if (!data.ok())
+    return make_error(ErrorCode::kOutOfMemory, "kv cache: {} blocks of {} positions: {}",
+                      s.n_blocks, s.block_size, data.status().message());
+  return KvStorage(s, std::move(data.value()), backend);
+}
+
+KvStorage::KvStorage(const KvStorageShape& shape, HugePageBuffer data, const Backend& backend)
+    : shape_(shape),
+      backend_(&backend),
+      element_bytes_(dtype_info(shape.dtype).block_bytes),
+      data_(std::move(data)) {}
+
+void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* v) {
+  TALLY_DCHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
+               "kv store: layer {} slot {}", layer, slot);
+  KvWriteArgs w;
+  w.k = k_bytes(layer);
+  w.v = v_bytes(layer);
+  w.dtype = shape_.dtype;
+  w.row = shape_.slot_elements();
+  w.n_tokens = 1;
+  w.slots = &slot;
+  w.k_rows = k;
+  w.v_rows = v;
+  backend_->kv_write(w);
+}
+
+void KvStorage::load_k(int64_t layer, int64_t slot, float* out) const {
+  TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
+              "kv load: layer {} slot {}", layer, slot);
+  dequantize_row(shape_.dtype, k_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
+}
+
+void KvStorage::load_v(int64_t layer, int64_t slot, float* out) const {
+  TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
+              "kv load: layer {} slot {}", layer, slot);
+  dequantize_row(shape_.dtype, v_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
+}
+
+void KvStorage::copy_block(int64_t src_block, int64_t dst_block) {
+  TALLY_CHECK(src_block >= 0 && src_block < shape_.n_blocks && dst_block >= 0 &&
+                  dst_block < shape_.n_blocks,
+              "kv copy_block: blocks {} -> {} outside [0, {})", src_block, dst_block,
+              shape_.n_blocks);
+  if (src_block == dst_block) return;
+  const int64_t block_bytes = shape_.block_size * slot_bytes();  // one layer, K or V
+  for (int64_t l = 0; l < shape_.n_layers; ++l) {
+    for (std::byte* base : {k_bytes(l), v_bytes(l)})
+      std::memcpy(base + dst_block * block_bytes, base + src_block * block_bytes,
+                  static_cast<size_t>(block_bytes));
+  }
+}
+
+}  // namespace tally

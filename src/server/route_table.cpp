@@ -1,0 +1,65 @@
+#include "server/route_table.h"
+
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+#include "server/server_context.h"
+
+namespace tally::server {
+
+RouteTable::RouteTable(const ApiKeys& keys, bool open_health, bool open_metrics)
+    : keys_(keys), open_health_(open_health), open_metrics_(open_metrics) {}
+
+void RouteTable::add(std::string method, std::string path, RouteAccess access, Handler handler,
+                 bool prefix) {
+  routes_.push_back({std::move(method), std::move(path), access, std::move(handler), prefix});
+}
+
+bool RouteTable::matches(const Route& route, const std::string& path) const {
+  if (path == route.path) return true;
+  return route.prefix && path.size() > route.path.size() + 1 && path.starts_with(route.path) &&
+         path[route.path.size()] == '/';
+}
+
+bool RouteTable::needs_key(RouteAccess access) const {
+  if (!keys_.enabled()) return false;
+  if (access == RouteAccess::kHealth) return !open_health_;
+  if (access == RouteAccess::kMetrics) return !open_metrics_;
+  return true;
+}
+
+void RouteTable::handle(std::shared_ptr<HttpExchange> exchange) const {
+  const HttpRequest& request = exchange->request();
+  const Route* found = nullptr;
+  std::string allowed;
+  for (const auto& route : routes_) {
+    if (!matches(route, request.path)) continue;
+    if (route.method == request.method) {
+      found = &route;
+      break;
+    }
+    allowed += (allowed.empty() ? "" : ", ") + route.method;
+  }
+  if (!found && allowed.empty()) {
+    return reply_error(*exchange, ApiError::not_found(fmt::format("no route for {} {}",
+                                                                  request.method, request.path)));
+  }
+  if (!found) {
+    exchange->add_response_header("Allow", allowed);
+    return reply_error(
+        *exchange, ApiError::with_status(405, fmt::format("{} does not take {} (allowed: {})",
+                                                          request.path, request.method, allowed)));
+  }
+  if (needs_key(found->access)) {
+    auto key = keys_.check(request.header("Authorization"));
+    if (!key) {
+      return reply_error(
+          *exchange,
+          ApiError::unauthorized("missing or invalid API key: send 'Authorization: Bearer <key>'"));
+    }
+    exchange->log().key_id = *key;
+  }
+  found->handler(std::move(exchange));
+}
+
+}  // namespace tally::server
