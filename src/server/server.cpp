@@ -1,4 +1,3 @@
-#include "base/unix_time.h"
 #include "server/server.h"
 
 #include <fmt/format.h>
@@ -13,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 
+#include "base/unix_time.h"
 #include "server/access_log.h"
 #include "server/auth.h"
 #include "server/generation_job.h"
