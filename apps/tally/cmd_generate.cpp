@@ -24,8 +24,8 @@ struct GenerateArgs {
   SamplingParams sampling;
   int threads = 0;
   int32_t ctx_size = 0;
-  int32_t batch_size = 512;
-  std::string kv_type = "f32";
+  int32_t batch_size = plan::kDefaultBatchTokens;
+  std::string kv_type{dtype_name(plan::kDefaultKvType)};
   bool no_echo = false;
   bool parse_special = false;
   bool ignore_eos = false;
@@ -80,7 +80,7 @@ int run_generate(GenerateArgs args) {
   ThreadPool pool(args.threads);
   const int64_t max_context = std::min<int64_t>(n_ctx, request.prompt.size() + args.n_predict);
   Generator generator(**model, pool, static_cast<int32_t>(std::max<int64_t>(max_context, 1)),
-                      args.batch_size, /*block_size=*/16, *kv_type);
+                      args.batch_size, plan::kDefaultBlockSize, *kv_type);
 
   StreamingDetokenizer detok(tok);
   for (size_t i = 0; i < request.prompt.size(); ++i) {
