@@ -76,7 +76,11 @@ class ServerMetrics {
   void set_memory_ledger(const MemoryLedger& ledger) { memory_.set_ledger(ledger); }
 
   // The whole exposition, Content-Type kTextContentType (text_format.h).
-  std::string render() { return registry_.render() + process_registry_.render(); }
+  // The prefixed registry first: its collect hook reads /proc for the process_* gauges too.
+  std::string render() {
+    std::string text = registry_.render();
+    return text + process_registry_.render();
+  }
   // For the server's own extra metrics (same prefix).
   Registry& registry() { return registry_; }
 
