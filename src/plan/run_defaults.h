@@ -10,8 +10,9 @@
 
 namespace tally::plan {
 
-// f16, as llama.cpp: half the memory of f32, and the greedy text of the golden models does
-// not move at their lengths (tests pass --kv-type f32 where they compare with an f32 reference).
+// f16, as llama.cpp: half the memory of f32. The golden tests against llama2.c's run.c (an f32
+// KV cache) pass --kv-type f32: with f16 some of their greedy continuations part from run.c's
+// (rounding, not a bug), so a bit-for-bit comparison needs run.c's own precision.
 inline constexpr DType kDefaultKvType = DType::kF16;
 inline constexpr int32_t kDefaultBlockSize = 16;      // tokens per KV block
 inline constexpr int32_t kDefaultBatchTokens = 512;   // most tokens in one forward step
