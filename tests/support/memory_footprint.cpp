@@ -1,7 +1,5 @@
 #include "support/memory_footprint.h"
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,8 +9,6 @@
 
 #include "support/run_command.h"
 #include "support/test_data.h"
-
-extern char** environ;
 
 namespace tally_test {
 
@@ -40,22 +36,9 @@ MeasuredRun run_tally_measured(const std::vector<std::string>& args) {
   const std::string out_path = base + ".out", err_path = base + ".err";
   std::vector<std::string> argv = {tally_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
   MeasuredRun run;
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << argv[0];
-    return run;
-  }
+  const pid_t pid = spawn_process(argv, out_path, err_path);
+  if (pid < 0) return run;
   int status = 0;
   struct rusage usage {};
   if (wait4(pid, &status, 0, &usage) != pid) {
