@@ -13,7 +13,6 @@
 
 #include "cli_common.h"
 #include "engine/engine_core.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_check.h"

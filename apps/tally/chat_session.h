@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/engine_types.h"
+#include "plan/run_defaults.h"
 #include "tensor/dtype.h"
 
 namespace tally {
@@ -30,8 +31,8 @@ struct ChatOptions {
   std::vector<std::string> stop;   // --stop strings (the plain template adds its own)
   int threads = 0;
   int32_t ctx_size = 0;            // 0 = the model's context length
-  int32_t batch_size = 512;
-  DType kv_type = DType::kF32;
+  int32_t batch_size = plan::kDefaultBatchTokens;
+  DType kv_type = plan::kDefaultKvType;
 };
 
 // Runs the chat on stdin/stdout until /exit or end of input; returns the exit status.

@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "model/kv_cache.h"
+#include "model/kv_storage.h"
+#include "plan/run_defaults.h"
 #include "progress_bar.h"
 
 namespace tally::cli {
@@ -36,9 +37,9 @@ EngineConfig single_sequence_engine_config(const ModelConfig& model, const Singl
   c.max_batched_tokens = s.batch_size;
   c.max_seqs = 1;
   c.max_model_len = s.max_model_len;
-  c.block_size = 16;
+  c.block_size = plan::kDefaultBlockSize;
   c.kv_type = s.kv_type;
-  const int64_t block_bytes = KvCacheShape::for_model(model, 1, c.block_size, s.kv_type).bytes();
+  const int64_t block_bytes = KvStorageShape::for_model(model, 1, c.block_size, s.kv_type).bytes();
   c.kv_cache_memory = (std::max<int64_t>(1, s.positions) + c.block_size - 1) / c.block_size * block_bytes;
   return c;
 }

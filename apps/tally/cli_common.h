@@ -5,7 +5,8 @@
 #include <string>
 
 #include "base/status.h"
-#include "engine/engine_types.h"
+#include "engine/engine.h"
+#include "plan/run_defaults.h"
 #include "model/model.h"
 
 namespace tally::cli {
@@ -27,10 +28,10 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path);
 // tokens (0 = the model's), a KV pool just large enough for `positions`, batch_size tokens a step.
 struct SingleSequence {
   int threads = 0;
-  int32_t batch_size = 512;
-  int32_t max_model_len = 0;
+  int32_t batch_size = plan::kDefaultBatchTokens;
+  int32_t max_model_len = plan::kDefaultContext;
   int64_t positions = 1;
-  DType kv_type = DType::kF16;
+  DType kv_type = plan::kDefaultKvType;
 };
 EngineConfig single_sequence_engine_config(const ModelConfig& model, const SingleSequence& s);
 

@@ -8,7 +8,6 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/engine_core.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 #include "plan/memory_size.h"
 #include "plan/plan.h"
@@ -27,8 +26,8 @@ struct GenerateArgs {
   SamplingParams sampling;
   int threads = 0;
   int32_t ctx_size = 0;
-  int32_t batch_size = 512;
-  std::string kv_type = "f32";
+  int32_t batch_size = plan::kDefaultBatchTokens;
+  std::string kv_type{dtype_name(plan::kDefaultKvType)};
   bool no_echo = false;
   bool parse_special = false;
   bool ignore_eos = false;

@@ -17,7 +17,7 @@ namespace {
 struct PlanArgs {
   std::string model;
   std::string weights;  // empty = the model's own
-  std::string kv_type = "f16";
+  std::string kv_type{dtype_name(plan::kDefaultKvType)};
   std::string memory;   // empty = no budget
   plan::PlanOptions options;
   bool json = false;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/check.h"
+
 namespace tally {
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
@@ -42,6 +44,20 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   }
   ::close(fd);
   return f;
+}
+
+size_t MappedFile::release_pages(std::span<const uint8_t> range) const {
+  TALLY_CHECK(range.empty() || (range.data() >= data_ && range.data() + range.size() <= data_ + size_),
+              "release_pages: the range is not inside {}", path_);
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(range.data());
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + range.size()) / page * page;
+  if (range.empty() || first >= last) return 0;
+  // A private read-only file mapping: MADV_DONTNEED unmaps the pages, and a later read maps
+  // the file's bytes again (the page cache may still hold them: that is the kernel's to drop).
+  if (madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+  return last - first;
 }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept

@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "engine/engine_types.h"
+#include "plan/run_defaults.h"
 #include "tensor/dtype.h"
 
 namespace tally {
@@ -25,11 +26,12 @@ struct ModelConfig;
 struct EngineConfig {
   std::string model_path;
   int threads = 0;                  // compute threads; 0 = one per core
-  int32_t max_batched_tokens = 512; // token budget of one step
-  int32_t max_seqs = 64;            // sequences running at once
-  int32_t max_model_len = 0;        // context per sequence; 0 = the model's
-  int32_t block_size = 16;          // tokens per KV block
-  DType kv_type = DType::kF32;      // f32, f16, bf16
+  // Defaults: plan/run_defaults.h, the same as `tally plan`'s.
+  int32_t max_batched_tokens = plan::kDefaultBatchTokens;  // token budget of one step
+  int32_t max_seqs = plan::kDefaultMaxSeqs;                // sequences running at once
+  int32_t max_model_len = plan::kDefaultContext;           // context per sequence; 0 = the model's
+  int32_t block_size = plan::kDefaultBlockSize;            // tokens per KV block
+  DType kv_type = plan::kDefaultKvType;                    // f32, f16, bf16
   int64_t kv_cache_memory = 0;      // bytes for the KV pool; 0 = memory_budget - the rest
   int64_t memory_budget = 0;        // bytes for everything; 0 = a default (documented)
   int32_t max_waiting = 1024;       // queue limit: submit() answers ResourceExhausted past it

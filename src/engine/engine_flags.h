@@ -24,7 +24,7 @@ namespace tally {
 // max_waiting) are the command's own and pass through unchanged.
 struct EngineFlags {
   EngineConfig config;
-  std::string kv_type = "f32";
+  std::string kv_type{dtype_name(plan::kDefaultKvType)};
   std::string kv_cache_memory = "0";  // a memory size ("2GiB"); 0 = derived (see the help)
   std::string memory_budget = "0";    // a memory size ("8GiB"); 0 = no budget
   std::string scheduler = "continuous";

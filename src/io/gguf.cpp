@@ -38,6 +38,10 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+size_t GgufFile::release_tensor_pages(const GgufTensorInfo& tensor) const {
+  return map_ ? map_->release_pages(tensor.bytes()) : 0;
+}
+
 namespace {
 
 Status not_found(const std::string& file, std::string_view key) {

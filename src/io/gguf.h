@@ -107,6 +107,11 @@ class GgufFile {
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
 
+  // Drops the process's mapped pages of a tensor whose bytes were copied elsewhere (repacked
+  // weights), so they are not resident twice; the bytes stay readable. A no-op (0) for
+  // borrowed bytes. Returns the bytes released (whole pages inside the tensor).
+  size_t release_tensor_pages(const GgufTensorInfo& tensor) const;
+
  private:
   GgufFile() = default;
   friend class GgufParser;

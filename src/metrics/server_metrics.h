@@ -7,7 +7,9 @@
 //  - engine events, as they happen: on_finished() for each sample's kFinished event (latency
 //    histograms, request_success_total), observe_inter_token_latency() between two tokens;
 //  - an EngineMetrics snapshot at scrape time: the scheduler gauges and the engine's own
-//    counters (tokens, preemptions), through set_snapshot_source() or set_engine_snapshot().
+//    counters (tokens, preemptions), through set_snapshot_source() or set_engine_snapshot();
+//  - the memory ledger (set_memory_ledger) and /proc/self/status at scrape time
+//    (memory_metrics.h).
 //
 // Thread rules: on_*, observe_* and set_engine_snapshot() are lock-free and may be called from
 // any thread, the engine thread's event callback included (no allocation, no lock). render()
@@ -23,6 +25,7 @@
 
 #include "base/status.h"
 #include "engine/engine_types.h"
+#include "metrics/memory_metrics.h"
 #include "metrics/registry.h"
 
 namespace tally::metrics {
@@ -69,8 +72,15 @@ class ServerMetrics {
   // Set it before serving (not thread-safe against a concurrent render()).
   void set_snapshot_source(std::function<EngineMetrics()> source);
 
+  // The ledger's parts for <prefix>memory_ledger_bytes (memory_metrics.h). Before serving.
+  void set_memory_ledger(const MemoryLedger& ledger) { memory_.set_ledger(ledger); }
+
   // The whole exposition, Content-Type kTextContentType (text_format.h).
-  std::string render() { return registry_.render(); }
+  // The prefixed registry first: its collect hook reads /proc for the process_* gauges too.
+  std::string render() {
+    std::string text = registry_.render();
+    return text + process_registry_.render();
+  }
   // For the server's own extra metrics (same prefix).
   Registry& registry() { return registry_; }
 
@@ -80,6 +90,8 @@ class ServerMetrics {
   void register_info_metrics(const ServerMetricsOptions& options);
 
   Registry registry_;
+  Registry process_registry_{""};  // process_* metrics keep their standard, unprefixed names
+  MemoryMetrics memory_{registry_, process_registry_};
   std::vector<std::string> label_values_;  // {model_name, engine}
   std::function<EngineMetrics()> snapshot_source_;
 

@@ -4,6 +4,9 @@
 // Q4_0) are repacked at load time into the backend's own layout (the same bytes, owned);
 // norm and bias vectors are f32 views, or owned f32 copies when the file stores them as
 // f16/bf16 (or unaligned). Every tensor's type and shape is checked against the config when binding.
+// Once a matrix is repacked, its pages in the mapping are released (GgufFile::
+// release_tensor_pages), so the process holds each weight once: peak memory while loading is
+// what the ledger counts plus the one tensor being repacked.
 #pragma once
 
 #include <cstdint>
@@ -43,10 +46,12 @@ struct ModelWeights {
   std::vector<std::vector<float>> owned;  // storage of converted vectors (spans point here)
   std::vector<std::unique_ptr<PreparedWeights>> repacked;  // storage of repacked matrices
                                                           // (views point here)
-  int64_t mapped_bytes = 0;               // bytes viewed in the file (repacked sources excluded:
-                                          // their pages are clean and reclaimable)
+  int64_t mapped_bytes = 0;               // bytes used in place from the file's mapping
+                                          // (repacked sources excluded: see released_bytes)
   int64_t owned_bytes = 0;                // bytes converted or repacked into memory
   int64_t repacked_bytes = 0;             // of owned_bytes, the repacked matrices
+  int64_t released_bytes = 0;             // mapped pages of repacked sources dropped after the
+                                          // copy (whole pages; 0 for a file not mapped)
 };
 
 // Called after each layer is bound (mapped, converted, repacked): done of total layers.

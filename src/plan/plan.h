@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "plan/activations.h"
 #include "plan/plan_model.h"
+#include "plan/run_defaults.h"
 #include "plan/weight_format.h"
 #include "tensor/dtype.h"
 
@@ -24,12 +25,13 @@ inline constexpr int64_t kDefaultOverheadBytes = int64_t{256} << 20;
 
 struct PlanOptions {
   std::optional<WeightFormat> weights;  // default: weight_format_native(model)
-  DType kv_type = DType::kF16;          // f32, f16 or bf16 (int8 later)
-  int64_t context = 0;                  // tokens per sequence; 0 = the model's context
-  int64_t concurrency = 1;              // sequences resident at once
+  // Defaults: run_defaults.h, the same as the engine's.
+  DType kv_type = kDefaultKvType;       // f32, f16 or bf16 (int8 later)
+  int64_t context = kDefaultContext;    // tokens per sequence; 0 = the model's context
+  int64_t concurrency = kDefaultMaxSeqs;  // sequences resident at once
   int64_t tp = 1;                       // tensor-parallel ranks
-  int64_t block_size = 16;              // tokens per KV block
-  int64_t batch_tokens = 2048;          // most tokens in one forward step
+  int64_t block_size = kDefaultBlockSize;     // tokens per KV block
+  int64_t batch_tokens = kDefaultBatchTokens;  // most tokens in one forward step
   int64_t attention_chunk = kDefaultAttentionChunk;  // KV positions per attention chunk
   std::optional<int64_t> budget;        // bytes of memory per rank; none = needs only
   int64_t overhead_bytes = kDefaultOverheadBytes;

@@ -12,6 +12,7 @@ uint64_t sample_key(const EngineEvent& event) {
 
 PrometheusObserver::PrometheusObserver(metrics::ServerMetricsOptions options, Engine& engine)
     : metrics_(std::move(options)) {
+  metrics_.set_memory_ledger(engine.ledger());
   auto& registry = metrics_.registry();
   metrics::Gauge& free_blocks =
       registry.add_gauge("kv_cache_free_blocks", "KV-cache blocks not held by any request.")

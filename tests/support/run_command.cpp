@@ -1,5 +1,7 @@
 #include "support/run_command.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -7,6 +9,8 @@
 #include <sstream>
 
 #include "support/test_data.h"
+
+extern char** environ;
 
 namespace tally_test {
 
@@ -39,6 +43,26 @@ CommandResult run_command(const std::string& command_line) {
   r.out = slurp(base + ".out");
   r.err = slurp(base + ".err");
   return r;
+}
+
+int spawn_process(std::vector<std::string> argv, const std::string& out_path,
+                  const std::string& err_path) {
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot start " << argv[0];
+    return -1;
+  }
+  return pid;
 }
 
 }  // namespace tally_test

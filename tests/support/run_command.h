@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tally_test {
 
@@ -17,5 +18,10 @@ CommandResult run_command(const std::string& command_line);
 std::string tally_binary();
 // Single-quotes a string for the shell.
 std::string shell_quote(const std::string& s);
+
+// Starts argv[0] with argv (no shell), stdin from /dev/null, stdout and stderr into files
+// (created or truncated; "/dev/null" discards). The child's pid, or -1 (a test failure).
+int spawn_process(std::vector<std::string> argv, const std::string& out_path,
+                  const std::string& err_path);
 
 }  // namespace tally_test

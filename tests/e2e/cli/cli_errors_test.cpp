@@ -98,12 +98,15 @@ TEST(Cli, NoEchoAndStopString) {
 
 // A 16-bit KV cache halves its memory (the timing line says which cache ran and its size);
 // on the bundled model the greedy text of a short continuation stays the f32 cache's (the
-// rounding is far below the logit gaps there).
+// rounding is far below the logit gaps there). f16 is the default (plan/run_defaults.h).
 TEST(Cli, GenerateWithHalfPrecisionKvCache) {
   const std::string cmd = tally("generate -p 'Lily and Tom' --temp 0 -n 12 --no-echo -c 64");
-  auto f32 = run_command(cmd);
+  auto f32 = run_command(cmd + " --kv-type f32");
   ASSERT_EQ(f32.exit_code, 0) << f32.err;
   EXPECT_NE(f32.err.find("KV f32 40.00 KiB"), std::string::npos) << f32.err;
+  auto by_default = run_command(cmd);
+  ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_NE(by_default.err.find("KV f16 20.00 KiB"), std::string::npos) << by_default.err;
   for (const char* type : {"f16", "bf16"}) {
     auto half = run_command(cmd + " --kv-type " + type);
     ASSERT_EQ(half.exit_code, 0) << type << half.err;

@@ -2,8 +2,10 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "plan/memory_size.h"
 #include "support/run_command.h"
 
 namespace {
@@ -35,6 +37,30 @@ TEST(CliPlan, BundledGgufIsTheDefault) {
   auto r = run_command(tally("plan"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("5 layers"), std::string::npos) << r.out;
+}
+
+// `tally plan` describes the engine that `tally bench throughput` (and `tally serve`) builds
+// from the same flags, defaults included (plan/run_defaults.h): the weights and KV lines of the
+// engine's ledger are the plan's figures. (Its "other", the block pool's bookkeeping, is inside
+// the plan's overhead reserve; its buffers are at most the plan's activations:
+// engine_ledger_test.cpp.)
+TEST(CliPlan, DescribesTheEngineBuiltFromTheSameFlags) {
+  auto plan = run_command(tally("plan --memory 300MiB --json"));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto j = nlohmann::json::parse(plan.out);
+  auto bench = run_command(tally("bench throughput --memory-budget 300MiB --threads 1 "
+                                 "--requests 2 --input-len 8 --output-len 4"));
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  using tally::plan::format_bytes;
+  const int64_t blocks = j["budget"]["n_blocks"].get<int64_t>();
+  const int64_t block_size = j["options"]["block_size"].get<int64_t>();
+  const std::string weights = format_bytes(j["weights"]["bytes_per_rank"].get<int64_t>());
+  const std::string kv = fmt::format(
+      "{} = {} blocks x {} tokens = {} tokens x {}", format_bytes(blocks * j["kv"]["block_bytes"].get<int64_t>()),
+      blocks, block_size, blocks * block_size, format_bytes(j["kv"]["bytes_per_token"].get<int64_t>()));
+  EXPECT_NE(bench.out.find("  weights   " + weights + " ("), std::string::npos) << weights << "\n" << bench.out;
+  EXPECT_NE(bench.out.find("  kv cache  " + kv + "\n"), std::string::npos) << kv << "\n" << bench.out;
+  EXPECT_EQ(j["options"]["kv_type"].get<std::string>(), "f16");
 }
 
 TEST(CliPlan, BadValuesAreUsageErrors) {

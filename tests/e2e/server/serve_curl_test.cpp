@@ -57,13 +57,14 @@ TEST(ServeCurl, RawProtocol) {
   ServeProcess server;
   ASSERT_TRUE(server.started());
   const std::string url = server.url();
-  // The start-up ledger (64 MiB of f32 KV at 1280 B a token) and the pool /metrics reports.
+  // The start-up ledger (64 MiB of f16 KV, the default, at 640 B a token) and the pool
+  // /metrics reports.
   const std::string err = server.stderr_text();
   EXPECT_NE(err.find("memory ledger"), std::string::npos) << err;
-  EXPECT_NE(err.find("kv cache  63.98 MiB = 3276 blocks x 16 tokens = 52416 tokens x 1.25 KiB"),
+  EXPECT_NE(err.find("kv cache  63.99 MiB = 6553 blocks x 16 tokens = 104848 tokens x 640 B"),
             std::string::npos)
       << err;
-  EXPECT_NE(curl(url + "/metrics", "GET").body.find("tally:kv_cache_total_blocks 3276"),
+  EXPECT_NE(curl(url + "/metrics", "GET").body.find("tally:kv_cache_total_blocks 6553"),
             std::string::npos);
   EXPECT_EQ(curl(url + "/health", "GET").status, 200);
   EXPECT_EQ(curl(url + "/ready", "GET").status, 200);

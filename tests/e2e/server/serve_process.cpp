@@ -1,8 +1,6 @@
 #include "serve_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +18,6 @@
 
 #include "support/run_command.h"
 #include "support/test_data.h"
-
-extern char** environ;
 
 namespace tally_test {
 
@@ -54,21 +50,9 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args) {
   if (!has_flag(args, "--threads")) argv.insert(argv.end(), {"--threads", "2"});
   argv.insert(argv.end(), args.begin(), args.end());
 
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   const std::string err_path = dir_ + "/stderr.txt";
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int rc = posix_spawn(&pid_, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << argv[0];
-    pid_ = -1;
-    return;
-  }
+  pid_ = spawn_process(argv, "/dev/null", err_path);
+  if (pid_ < 0) return;
   // "tally serve: listening on http://127.0.0.1:PORT (...)"
   const std::regex listening(R"(listening on http://[^:]+:(\d+))");
   for (int i = 0; i < 600 && port_ == 0; ++i) {

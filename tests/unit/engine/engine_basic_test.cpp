@@ -26,8 +26,8 @@ std::vector<int32_t> greedy_reference(const std::vector<int32_t>& prompt, int32_
   EXPECT_TRUE(model.ok());
   const tally::ModelConfig& config = (*model)->config();
   constexpr int32_t kPositions = 256, kBlock = 16;
-  auto kv = tally::KvCache::create(
-      tally::KvCacheShape::for_model(config, kPositions / kBlock, kBlock, tally::DType::kF32));
+  auto kv = tally::KvStorage::create(
+      tally::KvStorageShape::for_model(config, kPositions / kBlock, kBlock, tally::DType::kF32));
   EXPECT_TRUE(kv.ok());
   tally::ForwardScratch scratch(config, kPositions);
   tally::ThreadPool pool(1);

@@ -118,7 +118,7 @@ TEST(EngineFlags, HelpShowsEachFlagWithItsDefault) {
     EXPECT_NE(help.find(name), std::string::npos) << name;
   }
   EXPECT_NE(help.find("TEXT=continuous"), std::string::npos) << help;
-  EXPECT_NE(help.find("TEXT=f32"), std::string::npos) << help;
+  EXPECT_NE(help.find("TEXT=f16"), std::string::npos) << help;
   EXPECT_NE(help.find("INT:POSITIVE=512"), std::string::npos) << help;
 }
 

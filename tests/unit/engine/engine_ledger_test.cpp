@@ -106,6 +106,49 @@ TEST(EngineLedgerAlloc, DefaultPoolHoldsMaxSeqsContexts) {
   EXPECT_EQ(engine->ledger().kv_blocks, 16 * 256 / 16);
 }
 
+// `tally plan` and the engine (serve, bench throughput) start from the same settings: one
+// place, plan/run_defaults.h.
+TEST(EngineLedgerDefaults, EngineAndPlanStartFromTheSameSettings) {
+  const tally::EngineConfig e;
+  const tally::plan::PlanOptions p;
+  EXPECT_EQ(e.kv_type, tally::DType::kF16);
+  EXPECT_EQ(e.kv_type, p.kv_type);
+  EXPECT_EQ(e.block_size, p.block_size);
+  EXPECT_EQ(e.max_batched_tokens, p.batch_tokens);
+  EXPECT_EQ(e.max_seqs, p.concurrency);
+  EXPECT_EQ(e.max_model_len, p.context);
+}
+
+// With no flag but the model and a budget, every line of the engine's ledger is what
+// `tally plan -m MODEL --memory 300MiB` prints; "other" (the block pool's bookkeeping) is part
+// of the plan's overhead reserve. Buffers are the one line that differs: the plan's
+// activation list (docs/memory.md) has terms the runner does not allocate (rope tables, a
+// per-head score chunk), so it is an upper bound until the two lists are made one.
+TEST(EngineLedgerDefaults, EveryLineOfTheLedgerIsThePlans) {
+  tally::EngineConfig c;
+  c.model_path = repo_path("models/stories260K.gguf");
+  c.threads = 1;
+  c.memory_budget = 300 * kMiB;
+  auto engine = make_engine(c);
+  ASSERT_TRUE(engine);
+  auto model = tally::plan::plan_model_from_gguf_path(c.model_path);
+  ASSERT_TRUE(model.ok());
+  tally::plan::PlanOptions o;
+  o.budget = 300 * kMiB;
+  auto p = tally::plan::compute_plan(*model, o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const tally::MemoryLedger& l = engine->ledger();
+  EXPECT_EQ(l.weight_bytes_mapped + l.weight_bytes_owned, p->weight_bytes);
+  EXPECT_LE(l.activation_bytes, p->activation_bytes);
+  EXPECT_EQ(l.kv_bytes, p->n_blocks * p->kv_block_bytes);
+  EXPECT_EQ(l.kv_blocks, p->n_blocks);
+  EXPECT_EQ(l.block_size, p->options.block_size);
+  EXPECT_EQ(l.token_capacity, p->token_capacity);
+  EXPECT_EQ(l.kv_bytes_per_token, p->kv_bytes_per_token);
+  EXPECT_LE(l.other_bytes, p->overhead_bytes);
+  EXPECT_EQ(engine->max_model_len(), p->options.context);
+}
+
 TEST(EngineLedgerAlloc, TooSmallABudgetIsAClearError) {
   tally::EngineConfig c = stories_config();
   c.kv_cache_memory = 0;

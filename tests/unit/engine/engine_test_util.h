@@ -26,6 +26,7 @@ inline tally::EngineConfig stories_config() {
   c.max_seqs = 16;
   c.max_model_len = 256;
   c.block_size = 16;
+  c.kv_type = tally::DType::kF32;  // the tests' pool sizes are worked out at 1280 B a token
   c.kv_cache_memory = int64_t{1} << 20;  // 1 MiB: 51 blocks of 16 tokens for stories260K
   return c;
 }

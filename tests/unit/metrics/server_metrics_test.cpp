@@ -94,10 +94,14 @@ TEST(ServerMetrics, ExposesVllmNamesTypesAndLabels) {
     EXPECT_EQ(it->second, type) << name;
     EXPECT_FALSE(e.help.at("tally:" + name).empty()) << name;
   }
-  EXPECT_EQ(e.types.size(), expected.size());
+  // Beside them, tally's memory families (memory_metrics.h): 4 prefixed, 2 process_* ones.
+  EXPECT_EQ(e.types.size(), expected.size() + 6);
   // Every vLLM series carries model_name and engine, as vLLM's do.
   for (const Sample& s : e.samples) {
     if (s.name == "tally:build_info") continue;
+    if (s.name.starts_with("process_") || s.name.starts_with("tally:process_") ||
+        s.name.starts_with("tally:memory_"))
+      continue;  // the process's memory, not a vLLM series
     EXPECT_EQ(s.label("model_name"), "stories260K") << s.name;
     EXPECT_EQ(s.label("engine"), "0") << s.name;
   }
@@ -226,7 +230,10 @@ TEST(ServerMetrics, VllmPrefixRenamesEverything) {
   EXPECT_EQ(e.types.at("vllm:time_to_first_token_seconds"), "histogram");
   EXPECT_EQ(e.types.at("vllm:request_success_total"), "counter");
   EXPECT_EQ(value_of(e, "vllm:request_success_total", "finished_reason", "length"), 1);
-  for (const Sample& s : e.samples) EXPECT_TRUE(s.name.starts_with("vllm:")) << s.name;
+  // All but process_resident_memory_bytes and process_virtual_memory_bytes, which keep the
+  // unprefixed names of the Prometheus clients' process collector.
+  for (const Sample& s : e.samples)
+    EXPECT_TRUE(s.name.starts_with("vllm:") || s.name.starts_with("process_")) << s.name;
 }
 
 TEST(ServerMetrics, FinishedReasonLabelsAreVllms) {
