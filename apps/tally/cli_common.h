@@ -6,8 +6,8 @@
 
 #include "base/status.h"
 #include "engine/engine.h"
-#include "plan/run_defaults.h"
 #include "model/model.h"
+#include "plan/run_defaults.h"
 
 namespace tally::cli {
 
