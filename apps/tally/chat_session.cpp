@@ -17,7 +17,7 @@
 #include "sampling/sampler.h"
 #include "sampling/sampling_check.h"
 #include "sampling/stop_matcher.h"
-#include "tokenizer/chat_template.h"
+#include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally::cli {
