@@ -3,8 +3,11 @@
 // explains how to read the table.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -56,9 +59,11 @@ int run_bench_model(BenchModelArgs args) {
   if (Status st = perf::validate_model_bench_options(args.options, c); !st.ok())
     return report_error(st);
   ThreadPool pool(args.threads);
-  auto result = perf::run_model_bench(**model, pool, args.options, [](const std::string& line) {
-    fmt::print(stderr, "bench: {}\n", line);
-  });
+  // A line per finished measurement while the run goes on, on a terminal only (quiet in logs).
+  std::function<void(const std::string&)> progress;
+  if (::isatty(STDERR_FILENO) == 1)
+    progress = [](const std::string& line) { fmt::print(stderr, "bench: {}\n", line); };
+  auto result = perf::run_model_bench(**model, pool, args.options, progress);
   if (!result.ok()) return report_error(result.status());
   const perf::ModelBenchLabel label{std::filesystem::path(args.model).filename().string(),
                                     std::string(c.arch->name), c.n_layers, c.n_embd};

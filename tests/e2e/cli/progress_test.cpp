@@ -1,6 +1,6 @@
 // Long operations draw a progress bar on stderr only when it is a terminal: through a pseudo
-// terminal (script(1)) the model load and a conversion show one; redirected, stderr holds
-// nothing of it.
+// terminal (script(1)) the model load and a conversion show one, and tally bench a line per
+// finished measurement; redirected, stderr holds nothing of it.
 #include <string>
 
 #include <gtest/gtest.h>
@@ -43,6 +43,17 @@ TEST(Progress, ConversionShowsABarOnATerminalOnly) {
   auto piped = run_command(tally_test::tally_binary() + " " + args);
   ASSERT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(piped.err.find('\r'), std::string::npos) << piped.err;
+}
+
+TEST(Progress, BenchReportsEachMeasurementOnATerminalOnly) {
+  if (run_command("command -v script").exit_code != 0) GTEST_SKIP() << "script(1) is not installed";
+  const std::string args = "bench --prompt 8 --batch 1 --reps 1 --warmup 0 --bandwidth-mib 16";
+  const std::string tty = on_terminal(args);
+  EXPECT_NE(tty.find("bench: "), std::string::npos) << tty;
+  auto piped = run_command(tally_test::tally_binary() + " " + args);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("bench: "), std::string::npos) << piped.err;
+  EXPECT_NE(piped.out.find("tally bench: "), std::string::npos) << piped.out;  // the table stays
 }
 
 }  // namespace
