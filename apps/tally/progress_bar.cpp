@@ -1,7 +1,5 @@
 #include "progress_bar.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -9,35 +7,28 @@
 
 namespace tally::cli {
 
-ProgressBar::ProgressBar(std::string label) : ProgressBar(std::move(label), ::isatty(STDERR_FILENO) == 1) {}
-
-ProgressBar::ProgressBar(std::string label, bool enabled) : label_(std::move(label)), enabled_(enabled) {}
+ProgressBar::ProgressBar(std::string label) : label_(std::move(label)) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
 std::string ProgressBar::render(const std::string& label, int64_t done, int64_t total, int width) {
   const double fraction = total > 0 ? std::clamp(static_cast<double>(done) / total, 0.0, 1.0) : 0.0;
-  const int filled = static_cast<int>(fraction * width);
-  return fmt::format("{} [{}{}] {:3d}% {}/{}", label, std::string(filled, '#'),
-                     std::string(width - filled, '.'), static_cast<int>(fraction * 100), done, total);
+  return fmt::format("{} [{}] {:3d}% {}/{}", label, ProgressLine::bar(done, total, width),
+                     static_cast<int>(fraction * 100), done, total);
 }
 
 void ProgressBar::update(int64_t done, int64_t total) {
-  if (!enabled_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (drawn_ && done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;
-  last_draw_ = now;
-  drawn_ = true;
+  if (!line_.due(/*force=*/done >= total)) return;
   // \r and erase-line: the bar redraws in place.
   fmt::print(stderr, "\r\033[K{}", render(label_, done, total, 30));
   std::fflush(stderr);
 }
 
 void ProgressBar::finish() {
-  if (!drawn_) return;
+  if (!line_.drawn()) return;
   fmt::print(stderr, "\r\033[K");
   std::fflush(stderr);
-  drawn_ = false;
+  line_.forget();
 }
 
 std::function<void(int64_t, int64_t)> ProgressBar::callback() {

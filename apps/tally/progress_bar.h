@@ -8,17 +8,17 @@
 // Thread rules: one thread calls update() at a time.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
+
+#include "base/progress_line.h"
 
 namespace tally::cli {
 
 class ProgressBar {
  public:
   explicit ProgressBar(std::string label);  // enabled when stderr is a terminal
-  ProgressBar(std::string label, bool enabled);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -35,9 +35,7 @@ class ProgressBar {
 
  private:
   std::string label_;
-  bool enabled_;
-  bool drawn_ = false;
-  std::chrono::steady_clock::time_point last_draw_{};
+  ProgressLine line_;
 };
 
 }  // namespace tally::cli

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <string>
 
+#include "base/progress_line.h"
+
 namespace tally::loadgen {
 
 class ProgressBar {
@@ -17,11 +19,10 @@ class ProgressBar {
   void draw(int done, int failed);
   std::string label_;
   int total_;
-  bool enabled_;
+  ProgressLine line_;
   int done_ = 0;
   int failed_ = 0;
   std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point last_draw_{};
 };
 
 }  // namespace tally::loadgen
