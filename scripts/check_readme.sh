@@ -58,20 +58,41 @@ echo "check_readme.sh: the main job's build step runs $(wc -l <<<"$edges") of th
 # 2. The quick start, verbatim.
 export HOME=$work/home
 mkdir -p "$HOME"
-port=$((20000 + RANDOM % 20000))
+# Below Linux's ephemeral range (32768-60999), where a client socket of another process may hold
+# the port; a port that is still taken is retried with another.
+pick_port() { port=$((10000 + RANDOM % 20000)); }
+pick_port
 mapfile -t commands < <(for s in '^Set-up' '^Run a real model' '^Serving'; do section_commands "$s"; done)
 for cmd in "${commands[@]}"; do
   [[ -z $cmd || $cmd == *"bash scripts/test.sh"* ]] && continue
-  cmd=$(sed -E 's#models/[A-Za-z0-9._-]+-q8_0\.gguf#models/stories260K.gguf#g; s#--port 8080#--port '"$port"'#; s#127\.0\.0\.1:8080#127.0.0.1:'"$port"'#g' <<<"$cmd")
+  readme_cmd=$cmd
+  with_port() {
+    sed -E 's#models/[A-Za-z0-9._-]+-q8_0\.gguf#models/stories260K.gguf#g; s#--port 8080#--port '"$port"'#; s#127\.0\.0\.1:8080#127.0.0.1:'"$port"'#g' <<<"$readme_cmd"
+  }
+  cmd=$(with_port)
   echo "check_readme.sh: \$ $cmd"
   if [[ $cmd == *" serve "* ]]; then
     if [[ -n $server_pid ]]; then kill "$server_pid"; wait "$server_pid" || true; fi
-    bash -c "exec $cmd" </dev/null >"$work/serve.log" 2>&1 &
-    server_pid=$!
-    for _ in $(seq 300); do
-      curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
-      kill -0 "$server_pid" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
-      sleep 0.1
+    for attempt in 1 2 3 4 5; do
+      bash -c "exec $cmd" </dev/null >"$work/serve.log" 2>&1 &
+      server_pid=$!
+      up=
+      for _ in $(seq 300); do
+        curl -sf "http://127.0.0.1:$port/health" >/dev/null && { up=1; break; }
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+      done
+      [[ -n $up ]] && break
+      wait "$server_pid" || true
+      if grep -q 'Address already in use' "$work/serve.log" && ((attempt < 5)); then
+        pick_port
+        cmd=$(with_port)
+        echo "check_readme.sh: that port is taken; again on $port: \$ $cmd"
+        continue
+      fi
+      cat "$work/serve.log" >&2
+      echo "check_readme.sh: FAILED: $cmd" >&2
+      exit 1
     done
     continue
   fi
