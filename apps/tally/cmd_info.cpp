@@ -50,7 +50,7 @@ int run_info(const InfoArgs& args) {
 
   if (auto m = f.get_string("tokenizer.ggml.model"); m.ok()) {
     size_t n_tokens = 0;
-    if (const auto* t = f.find("tokenizer.ggml.tokens")) n_tokens = t->items.size();
+    if (const auto* t = f.find("tokenizer.ggml.tokens")) n_tokens = t->array_size();
     std::string pre = "default";
     if (auto p = f.get_string("tokenizer.ggml.pre"); p.ok()) pre = std::string(*p);
     fmt::print("tokenizer:     {} (pre: {}), {} tokens\n", *m, pre, n_tokens);

@@ -1,6 +1,9 @@
 // EngineCore's construction, its ledger, requests in and out, and its counters.
 #include "engine/engine_core.h"
 
+#include <algorithm>
+
+#include "base/check.h"
 #include "base/log.h"
 #include "engine/ledger_text.h"
 #include "plan/gguf_source.h"
@@ -26,8 +29,11 @@ BatchRunnerConfig runner_config(const EngineConfig& c, const EngineSizing& s) {
   rc.n_blocks = s.n_blocks;
   rc.block_size = c.block_size;
   rc.kv_type = c.kv_type;
-  rc.max_tokens = c.max_batched_tokens;
-  rc.max_rows = c.max_seqs;
+  // The plan's step: a step never holds more tokens than the resident sequences have.
+  rc.max_tokens = s.plan.step_tokens;
+  rc.max_rows = std::min<int64_t>(s.plan.step_tokens, c.max_seqs);
+  rc.max_seqs = c.max_seqs;
+  rc.max_seq_len = s.max_model_len;
   return rc;
 }
 
@@ -80,7 +86,10 @@ void EngineCore::build_ledger(const EngineSizing& sizing) {
   const BatchRunnerBytes b = runner_->bytes();
   ledger_.weight_bytes_mapped = model_->weights().mapped_bytes;
   ledger_.weight_bytes_owned = model_->weights().owned_bytes;
-  ledger_.activation_bytes = b.activations();
+  ledger_.activation_bytes = b.buffers;
+  TALLY_CHECK(b.buffers == sizing.plan.activation_bytes,
+              "engine: buffers of {} B, but the plan's activations are {} B", b.buffers,
+              sizing.plan.activation_bytes);
   ledger_.kv_bytes = b.kv;
   ledger_.kv_blocks = sizing.n_blocks;
   ledger_.block_size = config_.block_size;

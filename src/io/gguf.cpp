@@ -2,6 +2,7 @@
 #include "io/gguf.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
@@ -114,8 +115,8 @@ Result<std::vector<std::string_view>> GgufFile::get_string_array(std::string_vie
   if (!v) return not_found(name_, key);
   if (v->type != GgufType::kArray || v->elem_type != GgufType::kString) return wrong_type(name_, key, *v, "array of string");
   std::vector<std::string_view> out;
-  out.reserve(v->items.size());
-  for (const GgufValue& item : v->items) out.push_back(item.str);
+  out.reserve(v->array_size());
+  for (size_t i = 0; i < v->array_size(); ++i) out.push_back(v->item(i).str);
   return out;
 }
 
@@ -123,16 +124,21 @@ Result<std::vector<float>> GgufFile::get_f32_array(std::string_view key) const {
   const GgufValue* v = find(key);
   if (!v) return not_found(name_, key);
   if (v->type != GgufType::kArray) return wrong_type(name_, key, *v, "array of f32");
-  std::vector<float> out(v->items.size());
+  std::vector<float> out(v->array_size());
   if (v->elem_type == GgufType::kF32) {  // the common case: no checks per element
+    if (v->packed) {
+      std::memcpy(out.data(), v->packed, out.size() * sizeof(float));
+      return out;
+    }
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(v->items[i].num.f64);
     return out;
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    auto f = exact_float(v->items[i]);
+    const GgufValue item = v->item(i);
+    auto f = exact_float(item);
     if (!f) {
       return make_error(ErrorCode::kFormat, "gguf: {}: key '{}' element {} ({}) is not exactly an f32", name_, key, i,
-                        v->items[i].to_display_string());
+                        item.to_display_string());
     }
     out[i] = *f;
   }
@@ -146,12 +152,13 @@ Result<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key) const
   GgufValue probe;
   probe.type = v->elem_type;
   if (!probe.is_integer() && v->elem_type != GgufType::kBool) return wrong_type(name_, key, *v, "array of integers");
-  std::vector<int64_t> out(v->items.size());
+  std::vector<int64_t> out(v->array_size());
   for (size_t i = 0; i < out.size(); ++i) {
-    auto x = v->items[i].as_int();
+    const GgufValue item = v->item(i);
+    auto x = item.as_int();
     if (!x) {
       return make_error(ErrorCode::kFormat, "gguf: {}: key '{}' element {} ({}) does not fit int64", name_, key, i,
-                        v->items[i].to_display_string());
+                        item.to_display_string());
     }
     out[i] = *x;
   }

@@ -31,7 +31,11 @@ enum class GgufType : uint32_t {
 std::string_view gguf_type_name(GgufType type);
 
 // One metadata value. Scalars keep their exact type; arrays keep their element type and
-// their elements (arrays of arrays are allowed by the format and supported).
+// their elements (arrays of arrays are allowed by the format and supported). An array read
+// from a file whose elements are scalars or strings stays in the file's bytes ("packed"):
+// a 150k-token vocabulary costs 4 bytes a string here instead of a GgufValue each (~80 B),
+// so the model's metadata does not outweigh its tokenizer. Read elements with array_size()
+// and item(i), which serve both forms.
 struct GgufValue {
   GgufType type = GgufType::kU8;
   union {
@@ -41,8 +45,16 @@ struct GgufValue {
   } num{};
   std::string_view str;             // kString
   GgufType elem_type = GgufType::kU8;  // kArray
-  std::vector<GgufValue> items;     // kArray
+  std::vector<GgufValue> items;     // kArray built in memory, or an array of arrays
+  // kArray parsed from a file, elements not arrays: packed_n elements from packed (in the
+  // file's bytes, validated by the parser); strings also keep each element's offset from packed.
+  const uint8_t* packed = nullptr;
+  uint64_t packed_n = 0;
+  std::vector<uint32_t> packed_offsets;
 
+  // Elements of an array, either form.
+  size_t array_size() const { return packed ? static_cast<size_t>(packed_n) : items.size(); }
+  GgufValue item(size_t i) const;
   bool is_integer() const;  // any integer type (not bool)
   bool is_float() const { return type == GgufType::kF32 || type == GgufType::kF64; }
   // Value as a signed integer if it is an integer type that fits int64 (or a bool).

@@ -42,6 +42,7 @@ Result<GgufHparams> gguf_read_hparams(const GgufFile& f) {
   TALLY_ASSIGN_OR_RETURN(h.n_kv_heads, gguf_arch_dim_or(f, arch, "attention.head_count_kv", h.n_heads));
   TALLY_ASSIGN_OR_RETURN(h.head_dim,
                          gguf_arch_dim_or(f, arch, "attention.key_length", h.n_embd / h.n_heads));
+  TALLY_ASSIGN_OR_RETURN(h.rope_dim, gguf_arch_dim_or(f, arch, "rope.dimension_count", h.head_dim));
   return h;
 }
 

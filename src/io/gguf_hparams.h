@@ -24,6 +24,7 @@ struct GgufHparams {
   int64_t n_heads = 0;         // <arch>.attention.head_count
   int64_t n_kv_heads = 0;      // <arch>.attention.head_count_kv, default n_heads
   int64_t head_dim = 0;        // <arch>.attention.key_length, default n_embd / n_heads
+  int64_t rope_dim = 0;        // <arch>.rope.dimension_count, default head_dim
 };
 
 // "<arch>.<suffix>".
@@ -49,6 +50,7 @@ void gguf_hparams_copy(const GgufHparams& h, Shape& out) {
   out.n_heads = h.n_heads;
   out.n_kv_heads = h.n_kv_heads;
   out.head_dim = h.head_dim;
+  out.rope_dim = h.rope_dim;
 }
 
 }  // namespace tally::io

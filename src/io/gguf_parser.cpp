@@ -156,11 +156,29 @@ Status GgufParser::read_array(GgufValue* out) {
                                 kGgufMaxArrayElements));
   }
   array_elements_ += n;
-  out->items.resize(n);
   const int level = field_.depth++;
-  for (uint64_t i = 0; i < n; ++i) {
-    field_.elem[level] = i;
-    TALLY_RETURN_IF_ERROR(read_value(out->elem_type, &out->items[i]));
+  if (out->elem_type == GgufType::kArray) {
+    out->items.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      field_.elem[level] = i;
+      TALLY_RETURN_IF_ERROR(read_value(out->elem_type, &out->items[i]));
+    }
+  } else {
+    // Packed (gguf.h): each element is checked as it is read, then left in the file's bytes.
+    const uint64_t start = pos_;
+    out->packed = bytes_.data() + start;
+    out->packed_n = n;
+    const bool strings = out->elem_type == GgufType::kString;
+    if (strings) out->packed_offsets.resize(n);
+    GgufValue element;
+    for (uint64_t i = 0; i < n; ++i) {
+      field_.elem[level] = i;
+      if (strings) {
+        if (pos_ - start > UINT32_MAX) return fail(pos_, "array of strings larger than 4 GiB");
+        out->packed_offsets[i] = static_cast<uint32_t>(pos_ - start);
+      }
+      TALLY_RETURN_IF_ERROR(read_value(out->elem_type, &element));
+    }
   }
   field_.depth = level;
   return {};

@@ -1,5 +1,6 @@
 // GgufValue accessors and the human-readable form `tally info` prints.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
@@ -66,12 +67,13 @@ void append_display(std::string& out, const GgufValue& v, size_t max_items) {
     case GgufType::kF64: out += fmt::format("{}", v.num.f64); return;
     case GgufType::kArray: {
       out += '[';
-      const size_t shown = std::min(max_items, v.items.size());
+      const size_t n = v.array_size();
+      const size_t shown = std::min(max_items, n);
       for (size_t i = 0; i < shown; ++i) {
         if (i) out += ", ";
-        append_display(out, v.items[i], max_items);
+        append_display(out, v.item(i), max_items);
       }
-      if (shown < v.items.size()) out += fmt::format("{}... ({} items)", shown ? ", " : "", v.items.size());
+      if (shown < n) out += fmt::format("{}... ({} items)", shown ? ", " : "", n);
       out += ']';
       return;
     }
@@ -85,6 +87,45 @@ void append_display(std::string& out, const GgufValue& v, size_t max_items) {
 }
 
 }  // namespace
+
+namespace {
+
+template <typename T>
+T load_packed(const uint8_t* at) {
+  T x;
+  std::memcpy(&x, at, sizeof(T));
+  return x;
+}
+
+}  // namespace
+
+GgufValue GgufValue::item(size_t i) const {
+  if (!packed) return items[i];
+  GgufValue v;
+  v.type = elem_type;
+  if (elem_type == GgufType::kString) {
+    const uint8_t* at = packed + packed_offsets[i];
+    const auto len = load_packed<uint64_t>(at);
+    v.str = std::string_view(reinterpret_cast<const char*>(at + sizeof(uint64_t)), len);
+    return v;
+  }
+  switch (elem_type) {
+    case GgufType::kU8: v.num.u64 = packed[i]; break;
+    case GgufType::kBool: v.num.u64 = packed[i]; break;
+    case GgufType::kI8: v.num.i64 = static_cast<int8_t>(packed[i]); break;
+    case GgufType::kU16: v.num.u64 = load_packed<uint16_t>(packed + 2 * i); break;
+    case GgufType::kI16: v.num.i64 = load_packed<int16_t>(packed + 2 * i); break;
+    case GgufType::kU32: v.num.u64 = load_packed<uint32_t>(packed + 4 * i); break;
+    case GgufType::kI32: v.num.i64 = load_packed<int32_t>(packed + 4 * i); break;
+    case GgufType::kF32: v.num.f64 = load_packed<float>(packed + 4 * i); break;
+    case GgufType::kU64: v.num.u64 = load_packed<uint64_t>(packed + 8 * i); break;
+    case GgufType::kI64: v.num.i64 = load_packed<int64_t>(packed + 8 * i); break;
+    case GgufType::kF64: v.num.f64 = load_packed<double>(packed + 8 * i); break;
+    case GgufType::kString:
+    case GgufType::kArray: break;  // strings above; arrays of arrays are never packed
+  }
+  return v;
+}
 
 bool GgufValue::is_integer() const { return is_unsigned(type) || is_signed(type); }
 

@@ -61,8 +61,8 @@ void put_payload(Bytes& b, GgufType type, const GgufValue& v) {
     case GgufType::kString: b.put_string(v.str); return;
     case GgufType::kArray:
       b.put_type(v.elem_type);
-      b.put(static_cast<uint64_t>(v.items.size()));
-      for (const GgufValue& item : v.items) put_payload(b, v.elem_type, item);
+      b.put(static_cast<uint64_t>(v.array_size()));
+      for (size_t i = 0; i < v.array_size(); ++i) put_payload(b, v.elem_type, v.item(i));
       return;
   }
   TALLY_CHECK(false, "unknown GGUF type {}", static_cast<uint32_t>(type));

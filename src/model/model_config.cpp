@@ -97,7 +97,6 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
   TALLY_ASSIGN_OR_RETURN(const int64_t v_dim, r.dim_or("attention.value_length", c.head_dim));
   if (v_dim != c.head_dim)
     return make_error(ErrorCode::kUnsupported, "model: value_length {} differs from key_length {}", v_dim, c.head_dim);
-  TALLY_ASSIGN_OR_RETURN(c.rope_dim, r.dim_or("rope.dimension_count", c.head_dim));
   TALLY_ASSIGN_OR_RETURN(c.rope_freq_base, r.positive_float_or("rope.freq_base", 10000.0));
   if (!gguf.find(r.key("attention.layer_norm_rms_epsilon")))
     return make_error(ErrorCode::kNotFound, "model: key '{}' not found", r.key("attention.layer_norm_rms_epsilon"));

@@ -8,9 +8,11 @@ namespace {
 
 constexpr int64_t kF32 = 4;
 constexpr int64_t kI32 = 4;
+constexpr int64_t kI64 = 8;
 
-void add_vec(std::vector<ActivationTerm>& out, const char* name, int64_t n, const char* type) {
-  out.push_back({name, fmt::format("[{}] {}", n, type), n * kI32});
+void add_vec(std::vector<ActivationTerm>& out, const char* name, int64_t n, int64_t elem_bytes,
+             const char* type) {
+  out.push_back({name, fmt::format("[{}] {}", n, type), n * elem_bytes});
 }
 
 void add_mat(std::vector<ActivationTerm>& out, const char* name, int64_t rows, int64_t cols,
@@ -22,38 +24,50 @@ void add_mat(std::vector<ActivationTerm>& out, const char* name, int64_t rows, i
 
 std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
   const int64_t n = s.n_tokens;
+  const int64_t r = s.n_rows;
   const int64_t q_dim = s.n_heads * s.head_dim;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   std::vector<ActivationTerm> t;
-  // The batch the runner prepares (int32).
-  add_vec(t, "token ids", n, "i32");                                       // [n_tokens]
-  add_vec(t, "positions", n, "i32");                                       // [n_tokens]
-  add_vec(t, "kv slots", n, "i32");                                        // [n_tokens]
-  add_mat(t, "block tables", s.n_seqs, s.blocks_per_seq, kI32, "i32");     // [n_seqs][blocks]
-  add_vec(t, "sampled rows", s.n_sampled, "i32");                          // [n_sampled]
-  // The model's scratch (f32). rope: cos and sin, head_dim/2 each, for every position.
-  add_mat(t, "rope cos/sin", s.context, s.head_dim, kF32, "f32");          // [ctx][head_dim]
-  add_mat(t, "hidden", n, s.n_embd, kF32, "f32");                          // [n_tokens][n_embd]
-  add_mat(t, "normed", n, s.n_embd, kF32, "f32");                          // [n_tokens][n_embd]
-  add_mat(t, "q", n, q_dim, kF32, "f32");                                  // [n_tokens][heads*hd]
-  add_mat(t, "k", n, kv_dim, kF32, "f32");                                 // [n_tokens][kv*hd]
-  add_mat(t, "v", n, kv_dim, kF32, "f32");                                 // [n_tokens][kv*hd]
-  // One chunk of scores per (token, head) work item: online softmax over KV chunks.
-  add_mat(t, "attention scores", n * s.n_heads, s.attention_chunk, kF32,   // [n_tokens*heads]
-          "f32");                                                          //   [chunk]
-  add_mat(t, "attention out", n, q_dim, kF32, "f32");                      // [n_tokens][heads*hd]
-  // Output of the o and down projections before the residual add (the all-reduce buffer
-  // under tensor parallelism).
-  add_mat(t, "projection out", n, s.n_embd, kF32, "f32");                  // [n_tokens][n_embd]
-  add_mat(t, "ffn gate", n, s.n_ff, kF32, "f32");                          // [n_tokens][n_ff]
-  add_mat(t, "ffn up", n, s.n_ff, kF32, "f32");                            // [n_tokens][n_ff]
-  add_mat(t, "logits", s.n_sampled, s.n_vocab, kF32, "f32");               // [n_sampled][n_vocab]
+  // The batch the runner fills each step (model/batch.h).
+  add_vec(t, "token ids", n, kI32, "i32");
+  add_vec(t, "positions", n, kI32, "i32");
+  add_vec(t, "sequence index", n, kI32, "i32");
+  add_vec(t, "batch rows", r, kSpanBytes, "span");  // each row's block table
+  add_vec(t, "logit rows", r, kI32, "i32");         // token index of each logits row
+  add_vec(t, "row logits", r, kI32, "i32");         // logits row of each batch row
+  add_vec(t, "row last token", r, kI32, "i32");
+  add_vec(t, "sample slots", r, kI32, "i32");       // logits row of each sample slot
+  // The model's scratch (model/forward_scratch.h), f32 per token.
+  add_mat(t, "hidden", n, s.n_embd, kF32, "f32");
+  add_mat(t, "normed", n, s.n_embd, kF32, "f32");
+  add_mat(t, "q", n, q_dim, kF32, "f32");
+  add_mat(t, "k", n, kv_dim, kF32, "f32");
+  add_mat(t, "v", n, kv_dim, kF32, "f32");
+  add_mat(t, "attention out", n, q_dim, kF32, "f32");
+  add_mat(t, "ffn gate", n, s.n_ff, kF32, "f32");
+  add_mat(t, "ffn up", n, s.n_ff, kF32, "f32");
+  add_mat(t, "rope cos", n, s.rope_dim, kF32, "f32");
+  add_mat(t, "rope sin", n, s.rope_dim, kF32, "f32");
+  add_vec(t, "kv slots", n, kI64, "i64");
+  add_vec(t, "block table views", n, kSpanBytes, "span");
+  add_mat(t, "logits", r, s.n_vocab, kF32, "f32");
+  // The runner's copy of each resident sequence: its tokens and its block table.
+  add_mat(t, "sequence tokens", s.n_seqs, s.context, kI32, "i32");
+  t.back().at_start = false;
+  add_mat(t, "sequence block tables", s.n_seqs, s.blocks_per_seq, kI32, "i32");
+  t.back().at_start = false;
   return t;
 }
 
 int64_t activation_bytes(const std::vector<ActivationTerm>& terms) {
   int64_t n = 0;
   for (const auto& t : terms) n += t.bytes;
+  return n;
+}
+
+int64_t activation_bytes_at_start(const std::vector<ActivationTerm>& terms) {
+  int64_t n = 0;
+  for (const auto& t : terms) n += t.at_start ? t.bytes : 0;
   return n;
 }
 

@@ -1,7 +1,8 @@
-// The activation buffers of one forward step with n_tokens tokens: the exact list a forward
-// pass allocates (the runner's batch arrays and the model's scratch), so the engine's
-// ForwardScratch and `tally plan` agree term by term. Sizes are per tensor-parallel rank:
-// pass the per-rank head and ffn counts.
+// The buffers of one forward step with n_tokens tokens: the runner's batch arrays, the model's
+// scratch and the logits, term by term. This list is the one home of those sizes: `tally plan`
+// prints it, the engine's ledger "buffers" line is its sum, and the runner checks at creation
+// that what it allocated is exactly the terms marked at_start (runner/batch_runner.cpp).
+// Sizes are per tensor-parallel rank: pass the per-rank head and ffn counts.
 #pragma once
 
 #include <cstdint>
@@ -10,33 +11,38 @@
 
 namespace tally::plan {
 
-// KV positions one attention work item scores at a time (online softmax over chunks).
-inline constexpr int64_t kDefaultAttentionChunk = 256;
-
 struct ActivationShape {
-  int64_t n_tokens = 0;         // tokens in the step (all sequences together)
-  int64_t n_sampled = 0;        // rows whose logits are computed (one per sampled sequence)
-  int64_t n_seqs = 0;           // sequences with a block table
-  int64_t blocks_per_seq = 0;   // block table width
-  int64_t context = 0;          // longest position + 1 (rope table rows)
+  int64_t n_tokens = 0;        // tokens in the step (all sequences together)
+  int64_t n_rows = 0;          // sequences in the step; each has one logits row
+  int64_t n_seqs = 0;          // sequences resident at once
+  int64_t context = 0;         // tokens per sequence
+  int64_t blocks_per_seq = 0;  // KV blocks per sequence (block table width)
   int64_t n_embd = 0;
-  int64_t n_heads = 0;          // query heads on this rank
-  int64_t n_kv_heads = 0;       // KV heads on this rank
+  int64_t n_heads = 0;         // query heads on this rank
+  int64_t n_kv_heads = 0;      // KV heads on this rank
   int64_t head_dim = 0;
-  int64_t n_ff = 0;             // ffn width on this rank
+  int64_t rope_dim = 0;        // rotated dims per head
+  int64_t n_ff = 0;            // ffn width on this rank
   int64_t n_vocab = 0;
-  int64_t attention_chunk = kDefaultAttentionChunk;
 };
 
 struct ActivationTerm {
   std::string name;   // "q", "ffn gate", ...
   std::string shape;  // "[2048][4096] f32"
   int64_t bytes = 0;
+  // Allocated when the runner is created; otherwise as sequences arrive (their token lists
+  // and block tables), at most these bytes.
+  bool at_start = true;
 };
 
-// Every buffer, in forward order. Activations are f32; ids, positions, slots and block
-// tables are int32.
+// Bytes of a pointer + length (std::span, the block table views) on this platform.
+inline constexpr int64_t kSpanBytes = 16;
+
+// Every buffer: the batch arrays, the forward scratch in forward order, the logits, then the
+// per-sequence state.
 std::vector<ActivationTerm> activation_terms(const ActivationShape& shape);
 int64_t activation_bytes(const std::vector<ActivationTerm>& terms);
+// The terms allocated at creation only.
+int64_t activation_bytes_at_start(const std::vector<ActivationTerm>& terms);
 
 }  // namespace tally::plan

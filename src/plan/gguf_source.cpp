@@ -48,7 +48,7 @@ Status read_hparams(const io::GgufFile& f, PlanModel& m) {
   // The vocabulary: the tokenizer's token list, else the embedding's rows.
   if (const io::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
       tokens != nullptr && tokens->type == io::GgufType::kArray) {
-    m.n_vocab = static_cast<int64_t>(tokens->items.size());
+    m.n_vocab = static_cast<int64_t>(tokens->array_size());
   } else if (const io::GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
              embd != nullptr && embd->dims.size() >= 2) {
     m.n_vocab = embd->dims[1];

@@ -16,7 +16,6 @@ constexpr int64_t kMaxConcurrency = int64_t{1} << 20;
 constexpr int64_t kMaxBatchTokens = int64_t{1} << 24;
 constexpr int64_t kMaxBlockSize = int64_t{1} << 16;
 constexpr int64_t kMaxTp = int64_t{1} << 10;
-constexpr int64_t kMaxChunk = int64_t{1} << 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -33,7 +32,6 @@ Status validate_options(const PlanModel& m, const PlanOptions& o) {
   TALLY_RETURN_IF_ERROR(check_range("tensor-parallel degree", o.tp, 1, kMaxTp));
   TALLY_RETURN_IF_ERROR(check_range("block size", o.block_size, 1, kMaxBlockSize));
   TALLY_RETURN_IF_ERROR(check_range("batch tokens", o.batch_tokens, 1, kMaxBatchTokens));
-  TALLY_RETURN_IF_ERROR(check_range("attention chunk", o.attention_chunk, 1, kMaxChunk));
   TALLY_RETURN_IF_ERROR(check_range("overhead bytes", o.overhead_bytes, 0, INT64_MAX / 4));
   if (o.budget) TALLY_RETURN_IF_ERROR(check_range("memory budget", *o.budget, 0, INT64_MAX / 4));
   if (o.kv_type != DType::kF32 && o.kv_type != DType::kF16 && o.kv_type != DType::kBF16)
@@ -150,17 +148,17 @@ void add_activations(const PlanModel& m, Plan& p) {
   p.step_tokens = std::min(o.batch_tokens, o.concurrency * o.context);
   ActivationShape s;
   s.n_tokens = p.step_tokens;
-  s.n_sampled = std::min(p.step_tokens, o.concurrency);
+  s.n_rows = std::min(p.step_tokens, o.concurrency);
   s.n_seqs = o.concurrency;
-  s.blocks_per_seq = p.blocks_per_sequence;
   s.context = o.context;
+  s.blocks_per_seq = p.blocks_per_sequence;
   s.n_embd = m.n_embd;
   s.n_heads = p.heads_per_rank;
   s.n_kv_heads = p.kv_heads_per_rank;
   s.head_dim = m.head_dim;
+  s.rope_dim = m.rope_dim > 0 ? m.rope_dim : m.head_dim;
   s.n_ff = p.ff_per_rank;
   s.n_vocab = m.n_vocab;
-  s.attention_chunk = o.attention_chunk;
   p.activation_terms = activation_terms(s);
   p.activation_bytes = activation_bytes(p.activation_terms);
 }

@@ -74,6 +74,9 @@ Status plan_model_validate(const PlanModel& m) {
   if (m.n_heads * m.head_dim > (int64_t{1} << 22))
     return make_error(ErrorCode::kOutOfRange, "model '{}': n_heads * head_dim is {} (limit {})",
                       m.name, m.n_heads * m.head_dim, int64_t{1} << 22);
+  if (m.rope_dim < 0 || m.rope_dim > m.head_dim)
+    return make_error(ErrorCode::kInvalidArgument, "model '{}': rope_dim {} is not in [0, {}]",
+                      m.name, m.rope_dim, m.head_dim);
   if (m.n_heads % m.n_kv_heads != 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "model '{}': n_heads {} is not a multiple of n_kv_heads {}", m.name,

@@ -57,6 +57,7 @@ struct PlanModel {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
+  int64_t rope_dim = 0;          // rotated dims per head; 0 = head_dim
   int64_t n_ff = 0;
   int64_t n_vocab = 0;
   int64_t context_length = 0;  // the trained context

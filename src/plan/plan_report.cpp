@@ -141,7 +141,7 @@ nlohmann::json plan_json(const Plan& p) {
   j["options"] = {{"weights", o.weights->name},   {"kv_type", dtype_name(o.kv_type)},
                   {"context", o.context},         {"concurrency", o.concurrency},
                   {"tp", o.tp},                   {"block_size", o.block_size},
-                  {"batch_tokens", o.batch_tokens}, {"attention_chunk", o.attention_chunk},
+                  {"batch_tokens", o.batch_tokens},
                   {"overhead_bytes", o.overhead_bytes}};
   j["options"]["budget_bytes"] = o.budget ? json(*o.budget) : json(nullptr);
   json types = json::array();
@@ -155,7 +155,8 @@ nlohmann::json plan_json(const Plan& p) {
                           {"ff_per_rank", p.ff_per_rank}, {"kv_replicated", p.kv_replicated}};
   json terms = json::array();
   for (const auto& t : p.activation_terms)
-    terms.push_back({{"name", t.name}, {"shape", t.shape}, {"bytes", t.bytes}});
+    terms.push_back(
+        {{"name", t.name}, {"shape", t.shape}, {"bytes", t.bytes}, {"at_start", t.at_start}});
   j["activations"] = {{"bytes", p.activation_bytes}, {"step_tokens", p.step_tokens},
                       {"terms", terms}};
   j["overhead_bytes"] = p.overhead_bytes;

@@ -12,16 +12,41 @@ int64_t max_rows_of(const BatchRunnerConfig& c) { return std::min(c.max_rows, c.
 
 }  // namespace
 
+plan::ActivationShape BatchRunner::activation_shape(const ModelConfig& model,
+                                                   const BatchRunnerConfig& c) {
+  plan::ActivationShape s;
+  s.n_tokens = c.max_tokens;
+  s.n_rows = max_rows_of(c);
+  s.n_seqs = c.max_seqs;
+  s.context = c.max_seq_len;
+  s.blocks_per_seq = (c.max_seq_len + c.block_size - 1) / c.block_size;
+  s.n_embd = model.n_embd;
+  s.n_heads = model.n_heads;
+  s.n_kv_heads = model.n_kv_heads;
+  s.head_dim = model.head_dim;
+  s.rope_dim = model.rope_dim;
+  s.n_ff = model.n_ff;
+  s.n_vocab = model.n_vocab;
+  return s;
+}
+
 BatchRunnerBytes BatchRunner::bytes_for(const ModelConfig& model, const BatchRunnerConfig& c) {
   BatchRunnerBytes b;
   const KvStorageShape shape = KvStorageShape::for_model(model, c.n_blocks, c.block_size, c.kv_type);
   b.kv = shape.bytes();
-  b.scratch = ForwardScratch::bytes_for(model, c.max_tokens);
-  const int64_t rows = max_rows_of(c);
-  b.logits = rows * model.n_vocab * static_cast<int64_t>(sizeof(float));
-  b.batch_arrays = 3 * c.max_tokens * static_cast<int64_t>(sizeof(int32_t)) +
-                   rows * static_cast<int64_t>(sizeof(BatchSequence) + 4 * sizeof(int32_t));
+  const std::vector<plan::ActivationTerm> terms = plan::activation_terms(activation_shape(model, c));
+  b.buffers = plan::activation_bytes(terms);
+  b.buffers_at_start = plan::activation_bytes_at_start(terms);
   return b;
+}
+
+int64_t BatchRunner::bytes_allocated_at_start() const {
+  const auto bytes = [](const auto& v) {
+    return static_cast<int64_t>(v.capacity() * sizeof(v[0]));
+  };
+  return scratch_.bytes() + bytes(tokens_) + bytes(positions_) + bytes(seq_index_) + bytes(rows_) +
+         bytes(logit_rows_) + bytes(row_logits_) + bytes(row_last_) + bytes(slot_logits_) +
+         bytes(logits_);
 }
 
 Result<std::unique_ptr<BatchRunner>> BatchRunner::create(const Model& model,
@@ -55,12 +80,20 @@ BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, Kv
   row_last_.resize(rows);
   slot_logits_.reserve(rows);
   logits_.resize(rows * static_cast<size_t>(n_vocab_));
+  // The ledger's buffers are plan/activations.h's terms: what was allocated must be them.
+  TALLY_CHECK(bytes_allocated_at_start() == bytes_.buffers_at_start,
+              "runner: allocated {} B of buffers, plan/activations.h says {} B",
+              bytes_allocated_at_start(), bytes_.buffers_at_start);
 }
 
 Status BatchRunner::apply_tables(const SchedulerOutput& out) {
   for (SeqId id : out.freed_seq_ids) seqs_.erase(id);
   for (const NewSeq& ns : out.new_seqs) {
     SeqState& s = seqs_[ns.seq_id];
+    // Room for the whole sequence at once: the ledger counts max_seq_len tokens and its table.
+    s.tokens.reserve(static_cast<size_t>(config_.max_seq_len));
+    s.block_table.reserve(
+        static_cast<size_t>((config_.max_seq_len + config_.block_size - 1) / config_.block_size));
     s.tokens.assign(ns.tokens.begin(), ns.tokens.end());
     s.block_table.assign(ns.block_table.begin(), ns.block_table.end());
   }

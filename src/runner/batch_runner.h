@@ -28,6 +28,7 @@
 #include "model/forward_scratch.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
+#include "plan/activations.h"
 #include "sched/scheduler_output.h"
 
 namespace tally {
@@ -36,22 +37,25 @@ struct BatchRunnerConfig {
   int64_t n_blocks = 0;
   int64_t block_size = 16;
   DType kv_type = DType::kF32;
-  int64_t max_tokens = 512;  // tokens per step (the scheduler's token budget)
-  int64_t max_rows = 64;     // sequences per step (the scheduler's max_seqs)
+  int64_t max_tokens = 512;   // tokens per step (the scheduler's token budget)
+  int64_t max_rows = 64;      // sequences per step
+  int64_t max_seqs = 64;      // sequences resident at once (the scheduler's max_seqs)
+  int64_t max_seq_len = 512;  // tokens per sequence (the scheduler's max_model_len)
 };
 
-// Bytes create() allocates for each kind, without allocating (the ledger).
+// Bytes the runner allocates, without allocating (the ledger): the KV pool, and the buffers
+// of plan/activations.h (batch arrays, forward scratch, logits, per-sequence state).
 struct BatchRunnerBytes {
-  int64_t kv = 0;            // the KV pool
-  int64_t scratch = 0;       // ForwardScratch
-  int64_t logits = 0;        // [max_rows][n_vocab] f32
-  int64_t batch_arrays = 0;  // token ids, positions, sequence indices, rows, logit rows
-  int64_t activations() const { return scratch + logits + batch_arrays; }
+  int64_t kv = 0;
+  int64_t buffers = 0;           // every term of plan::activation_terms
+  int64_t buffers_at_start = 0;  // the terms create() allocates; the rest as sequences arrive
 };
 
 class BatchRunner {
  public:
   static BatchRunnerBytes bytes_for(const ModelConfig& model, const BatchRunnerConfig& config);
+  static plan::ActivationShape activation_shape(const ModelConfig& model,
+                                                const BatchRunnerConfig& config);
   static Result<std::unique_ptr<BatchRunner>> create(const Model& model,
                                                      const BatchRunnerConfig& config);
 
@@ -89,6 +93,8 @@ class BatchRunner {
 
   BatchRunner(const Model& model, const BatchRunnerConfig& config, KvStorage kv);
   Status apply_tables(const SchedulerOutput& out);
+  // What the constructor allocated, counted from the buffers themselves.
+  int64_t bytes_allocated_at_start() const;
   Status fill_batch(const SchedulerOutput& out);
 
   const Model& model_;

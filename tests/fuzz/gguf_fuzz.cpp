@@ -24,7 +24,8 @@ size_t touch(const GgufValue& v) {
   h += v.as_float().has_value();
   h += v.as_bool().value_or(false);
   if (auto s = v.as_string()) h += s->empty() ? 0 : static_cast<unsigned char>(s->back());
-  for (const GgufValue& item : v.items) {
+  for (size_t i = 0; i < v.array_size(); ++i) {
+    const GgufValue item = v.item(i);
     require(item.type == v.elem_type);
     h += touch(item);
   }

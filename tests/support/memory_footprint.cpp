@@ -1,12 +1,13 @@
 #include "support/memory_footprint.h"
 
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
+#include "metrics/process_memory.h"
 #include "support/run_command.h"
 #include "support/test_data.h"
 
@@ -39,14 +40,22 @@ MeasuredRun run_tally_measured(const std::vector<std::string>& args) {
   MeasuredRun run;
   const pid_t pid = spawn_process(argv, out_path, err_path);
   if (pid < 0) return run;
+  // The child's VmHWM, read while it runs. Not wait4's ru_maxrss: posix_spawn starts the child
+  // in this process's memory (vfork), and exec carries that peak over into the child's maxrss,
+  // so a test process that once held a big engine would see its own peak.
   int status = 0;
-  struct rusage usage {};
-  if (wait4(pid, &status, 0, &usage) != pid) {
-    ADD_FAILURE() << "wait4 failed";
-    return run;
+  for (;;) {
+    if (auto m = tally::metrics::read_process_memory(pid); m.ok())
+      run.peak_resident_bytes = std::max(run.peak_resident_bytes, m->peak_resident_bytes);
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0) {
+      ADD_FAILURE() << "waitpid failed";
+      return run;
+    }
+    usleep(2000);
   }
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.peak_resident_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
   run.out = read_file(out_path);
   run.err = read_file(err_path);
   return run;

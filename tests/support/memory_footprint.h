@@ -1,6 +1,6 @@
 // What the resident-memory tests share: a synthetic model big enough that 5% of its footprint
 // is megabytes (stories110M in q4_0, 62 MiB), the size of the `tally` binary, a child run whose
-// peak resident memory is measured by the kernel (wait4's ru_maxrss = the child's VmHWM), and
+// peak resident memory is measured by the kernel (its VmHWM, read from /proc while it runs), and
 // a skip under sanitizers, whose shadow memory and quarantine make RSS say nothing about tally.
 #pragma once
 
@@ -37,7 +37,7 @@ struct MeasuredRun {
   int exit_code = -1;
   std::string out;
   std::string err;
-  int64_t peak_resident_bytes = 0;  // the child's VmHWM (ru_maxrss)
+  int64_t peak_resident_bytes = 0;  // the child's VmHWM, the last reading before it exited
 };
 // Runs `tally ARGS...` (no shell) and waits for it.
 MeasuredRun run_tally_measured(const std::vector<std::string>& args);

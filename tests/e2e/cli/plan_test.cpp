@@ -40,10 +40,9 @@ TEST(CliPlan, BundledGgufIsTheDefault) {
 }
 
 // `tally plan` describes the engine that `tally bench throughput` (and `tally serve`) builds
-// from the same flags, defaults included (plan/run_defaults.h): the weights and KV lines of the
-// engine's ledger are the plan's figures. (Its "other", the block pool's bookkeeping, is inside
-// the plan's overhead reserve; its buffers are at most the plan's activations:
-// engine_ledger_test.cpp.)
+// from the same flags, defaults included (plan/run_defaults.h): the weights, buffers and KV
+// lines of the engine's ledger are the plan's figures. (Its "other", the block pool's
+// bookkeeping, is inside the plan's overhead reserve.)
 TEST(CliPlan, DescribesTheEngineBuiltFromTheSameFlags) {
   auto plan = run_command(tally("plan --memory 300MiB --json"));
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
@@ -60,6 +59,8 @@ TEST(CliPlan, DescribesTheEngineBuiltFromTheSameFlags) {
       blocks, block_size, blocks * block_size, format_bytes(j["kv"]["bytes_per_token"].get<int64_t>()));
   EXPECT_NE(bench.out.find("  weights   " + weights + " ("), std::string::npos) << weights << "\n" << bench.out;
   EXPECT_NE(bench.out.find("  kv cache  " + kv + "\n"), std::string::npos) << kv << "\n" << bench.out;
+  const std::string buffers = format_bytes(j["activations"]["bytes"].get<int64_t>());
+  EXPECT_NE(bench.out.find("  buffers   " + buffers + "\n"), std::string::npos) << buffers << "\n" << bench.out;
   EXPECT_EQ(j["options"]["kv_type"].get<std::string>(), "f16");
 }
 

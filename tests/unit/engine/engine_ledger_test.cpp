@@ -121,9 +121,8 @@ TEST(EngineLedgerDefaults, EngineAndPlanStartFromTheSameSettings) {
 
 // With no flag but the model and a budget, every line of the engine's ledger is what
 // `tally plan -m MODEL --memory 300MiB` prints; "other" (the block pool's bookkeeping) is part
-// of the plan's overhead reserve. Buffers are the one line that differs: the plan's
-// activation list (docs/memory.md) has terms the runner does not allocate (rope tables, a
-// per-head score chunk), so it is an upper bound until the two lists are made one.
+// of the plan's overhead reserve. Buffers are plan/activations.h's terms on both sides, and
+// the runner checks at creation that it allocated exactly them.
 TEST(EngineLedgerDefaults, EveryLineOfTheLedgerIsThePlans) {
   tally::EngineConfig c;
   c.model_path = repo_path("models/stories260K.gguf");
@@ -139,7 +138,7 @@ TEST(EngineLedgerDefaults, EveryLineOfTheLedgerIsThePlans) {
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   const tally::MemoryLedger& l = engine->ledger();
   EXPECT_EQ(l.weight_bytes_mapped + l.weight_bytes_owned, p->weight_bytes);
-  EXPECT_LE(l.activation_bytes, p->activation_bytes);
+  EXPECT_EQ(l.activation_bytes, p->activation_bytes);
   EXPECT_EQ(l.kv_bytes, p->n_blocks * p->kv_block_bytes);
   EXPECT_EQ(l.kv_blocks, p->n_blocks);
   EXPECT_EQ(l.block_size, p->options.block_size);

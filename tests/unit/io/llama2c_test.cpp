@@ -20,9 +20,9 @@ bool same_value(const GgufValue& a, const GgufValue& b) {
   if (a.type != b.type) return false;
   if (a.type == GgufType::kString) return a.str == b.str;
   if (a.type != GgufType::kArray) return a.num.u64 == b.num.u64;  // bit-exact, -0.0 included
-  if (a.elem_type != b.elem_type || a.items.size() != b.items.size()) return false;
-  for (size_t i = 0; i < a.items.size(); ++i)
-    if (!same_value(a.items[i], b.items[i])) return false;
+  if (a.elem_type != b.elem_type || a.array_size() != b.array_size()) return false;
+  for (size_t i = 0; i < a.array_size(); ++i)
+    if (!same_value(a.item(i), b.item(i))) return false;
   return true;
 }
 

@@ -1,5 +1,6 @@
 #include "plan/plan.h"
 
+#include <algorithm>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -40,24 +41,26 @@ PlanOptions toy_options() {
   o.context = 64;
   o.concurrency = 2;
   o.batch_tokens = 8;
-  o.attention_chunk = 32;
   o.overhead_bytes = 1000;
   return o;
 }
 
 // The activations of toy_options(), term by term (see activations.h).
-constexpr int64_t kToyActivations = 8 * 4 * 3      // token ids, positions, kv slots
-                                    + 2 * 4 * 4    // block tables [2][4]
-                                    + 2 * 4        // sampled rows
-                                    + 64 * 16 * 4  // rope [64][16]
+// 8 tokens a step, 2 rows (one per sequence), 2 sequences of 64 tokens in 4 blocks.
+constexpr int64_t kToyActivations = 8 * 4 * 3          // token ids, positions, sequence index
+                                    + 2 * 16           // batch rows (spans)
+                                    + 2 * 4 * 4        // logit rows, row logits, row last, slots
                                     + 8 * 64 * 4 * 2   // hidden, normed
                                     + 8 * 64 * 4       // q
                                     + 8 * 32 * 4 * 2   // k, v
-                                    + 8 * 4 * 32 * 4   // scores [8*4][32]
                                     + 8 * 64 * 4       // attention out
-                                    + 8 * 64 * 4       // projection out
                                     + 8 * 128 * 4 * 2  // gate, up
-                                    + 2 * 100 * 4;     // logits [2][100]
+                                    + 8 * 16 * 4 * 2   // rope cos, sin [8][16]
+                                    + 8 * 8            // kv slots (i64)
+                                    + 8 * 16           // block table views (spans)
+                                    + 2 * 100 * 4      // logits [2][100]
+                                    + 2 * 64 * 4       // sequence tokens [2][64]
+                                    + 2 * 4 * 4;       // sequence block tables [2][4]
 
 TEST(ComputePlan, ToyLedgerByHand) {
   const PlanModel m = toy();
@@ -67,7 +70,7 @@ TEST(ComputePlan, ToyLedgerByHand) {
   EXPECT_EQ(p->weight_bytes, kToyParams * 4);
   EXPECT_EQ(p->weight_bytes_model, kToyParams * 4);
   EXPECT_EQ(p->activation_bytes, kToyActivations);
-  EXPECT_EQ(p->activation_terms.size(), 17u);
+  EXPECT_EQ(p->activation_terms.size(), 23u);
   EXPECT_EQ(p->kv_bytes_per_token, 2 * 2 * 2 * 16 * 2);  // 256 B
   EXPECT_EQ(p->kv_block_bytes, 16 * 256);
   EXPECT_EQ(p->blocks_per_sequence, 4);
@@ -84,7 +87,10 @@ TEST(ComputePlan, StepTokensNeverExceedTheResidentTokens) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->step_tokens, 5);
   EXPECT_EQ(p->activation_terms[0].shape, "[5] i32");
-  EXPECT_EQ(p->activation_terms.back().shape, "[1][100] f32");  // one sampled row
+  const auto logits = std::find_if(p->activation_terms.begin(), p->activation_terms.end(),
+                                   [](const auto& t) { return t.name == "logits"; });
+  ASSERT_NE(logits, p->activation_terms.end());
+  EXPECT_EQ(logits->shape, "[1][100] f32");  // one row: one sequence
   o.context = 64;
   auto q = compute_plan(toy(), o);
   ASSERT_TRUE(q.ok());
