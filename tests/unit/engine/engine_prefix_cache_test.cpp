@@ -105,13 +105,26 @@ tally::EngineConfig prefix_engine_config(bool cache) {
   return c;
 }
 
+// The workload on an engine without the cache (want) and one with it (got); both kept for
+// their counters.
+struct CacheOffOn {
+  std::unique_ptr<tally::Engine> off = make_engine(prefix_engine_config(false));
+  std::unique_ptr<tally::Engine> on = make_engine(prefix_engine_config(true));
+  std::vector<RequestLog> want;
+  std::vector<RequestLog> got;
+  CacheOffOn(const PrefixWorkload& w, bool together) {
+    if (!off || !on) return;
+    want = run_requests(*off, w, together);
+    got = run_requests(*on, w, together);
+  }
+};
+
 TEST(EnginePrefixCache, OneAtATimeEqualsNoCacheBitForBit) {
   const PrefixWorkload w = shared_prefix_workload(40, 1);
-  auto off = make_engine(prefix_engine_config(false));
-  auto on = make_engine(prefix_engine_config(true));
-  ASSERT_TRUE(off && on);
-  const auto want = run_requests(*off, w, false);
-  const auto got = run_requests(*on, w, false);
+  const CacheOffOn runs(w, false);
+  ASSERT_EQ(runs.got.size(), w.requests.size());
+  const auto& want = runs.want;
+  const auto& got = runs.got;
   int64_t cached = 0;
   for (size_t i = 0; i < w.requests.size(); ++i) {
     expect_identical(got[i], want[i], i);
@@ -122,22 +135,20 @@ TEST(EnginePrefixCache, OneAtATimeEqualsNoCacheBitForBit) {
     cached += c;
   }
   EXPECT_GT(cached, w.shared_tokens / 3);
-  const tally::EngineMetrics m = on->metrics();
+  const tally::EngineMetrics m = runs.on->metrics();
   EXPECT_EQ(m.prefix_cache_hits_total, cached);  // one admission each: nothing preempted
   EXPECT_GE(m.prefix_cache_queries_total, m.prefix_cache_hits_total);
-  EXPECT_EQ(off->metrics().prefix_cache_hits_total, 0);
+  EXPECT_EQ(runs.off->metrics().prefix_cache_hits_total, 0);
 }
 
 TEST(EnginePrefixCache, UnderLoadEqualsNoCacheBitForBit) {
   const PrefixWorkload w = shared_prefix_workload(48, 2);
-  auto off = make_engine(prefix_engine_config(false));
-  auto on = make_engine(prefix_engine_config(true));
-  ASSERT_TRUE(off && on);
-  const auto want = run_requests(*off, w, true);
-  const auto got = run_requests(*on, w, true);
-  for (size_t i = 0; i < w.requests.size(); ++i) expect_identical(got[i], want[i], i);
-  EXPECT_GT(on->metrics().prefix_cache_hits_total, 0);
-  EXPECT_GT(on->metrics().num_preemptions_total + off->metrics().num_preemptions_total, 0);
+  const CacheOffOn runs(w, true);
+  ASSERT_EQ(runs.got.size(), w.requests.size());
+  for (size_t i = 0; i < w.requests.size(); ++i) expect_identical(runs.got[i], runs.want[i], i);
+  EXPECT_GT(runs.on->metrics().prefix_cache_hits_total, 0);
+  EXPECT_GT(runs.on->metrics().num_preemptions_total + runs.off->metrics().num_preemptions_total,
+            0);
 }
 
 TEST(EnginePrefixCache, AttentionOverCachedBlocksEqualsOneChunk) {
