@@ -74,6 +74,16 @@ void KvCacheManager::match_prefix(std::span<const int32_t> tokens, std::string_v
   }
 }
 
+bool KvCacheManager::next_uncached_key(SeqId seq, std::span<const int32_t> tokens,
+                                       std::string_view salt, PrefixKey& key) const {
+  const Seq* s = prefix_ ? find(seq) : nullptr;
+  if (s == nullptr) return false;
+  const auto begin = static_cast<size_t>(s->n_cached_blocks) * block_size_;
+  if (begin + block_size_ > tokens.size()) return false;
+  key = prefix_->key_of(s->chain, salt, tokens.subspan(begin, static_cast<size_t>(block_size_)));
+  return true;
+}
+
 void KvCacheManager::adopt_prefix(SeqId seq, const PrefixMatch& match) {
   TALLY_CHECK(!contains(seq), "kv: prefix adopted by existing sequence {}", seq);
   TALLY_CHECK(match.n_evictable <= pool_.n_free(), "kv: {} cached blocks to revive, {} free",

@@ -121,6 +121,10 @@ class KvCacheManager {
   // Indexes the full blocks among the first tokens.size() tokens of `seq`, whose KV is
   // computed (`tokens` are those tokens, `salt` the request's). No-op when caching is off.
   void cache_full_blocks(SeqId seq, std::span<const int32_t> tokens, std::string_view salt);
+  // The key of the first block of `seq` not indexed yet, when `tokens` (the sequence's known
+  // tokens) fill it: the block the sequence computes next. False when caching is off.
+  bool next_uncached_key(SeqId seq, std::span<const int32_t> tokens, std::string_view salt,
+                         PrefixKey& key) const;
   int32_t n_cached_blocks() const { return prefix_ ? prefix_->n_cached() : 0; }
   // Test hook: see PrefixCache::force_key_for_test.
   void force_prefix_key_for_test(std::optional<PrefixKey> key);

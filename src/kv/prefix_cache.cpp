@@ -37,9 +37,8 @@ PrefixKey PrefixCache::key_of(const PrefixChain& parent, std::string_view salt,
                               std::span<const int32_t> tokens) const {
   TALLY_DCHECK(static_cast<int32_t>(tokens.size()) == block_size_, "key of a partial block");
   if (forced_key_) return *forced_key_;
-  // A small buffer per key: the hash of a 16-token block costs far less than one token's KV.
-  std::vector<uint8_t> buf;
-  buf.reserve(64 + salt.size() + tokens.size_bytes());
+  std::vector<uint8_t>& buf = key_input_;
+  buf.clear();
   if (parent.serial == 0) {
     buf.push_back(kPrefixTagRoot);
     buf.push_back(kPrefixTagSalt);

@@ -91,6 +91,7 @@ class PrefixCache {
   std::vector<int32_t> tokens_;          // [n_blocks][block_size]
   uint64_t next_serial_ = 1;
   std::optional<PrefixKey> forced_key_;
+  mutable std::vector<uint8_t> key_input_;  // scratch of key_of(): kept to avoid allocating
 };
 
 }  // namespace tally

@@ -28,8 +28,10 @@
 // longest cached prefix is admitted first (ties: queue order), but each request may be passed
 // over by at most as many later ones as stood between it and a free sequence slot when it
 // arrived (then it must go next), so nothing starves and no wait grows past about twice its
-// first-come-first-served wait. A request whose first uncached block is being computed this step by a
-// request admitted before it waits one step and then hits instead of computing it twice.
+// first-come-first-served wait. A request whose first uncached block is being computed by a
+// request admitted before it in this step, or by a running request still computing its prompt,
+// waits (one step, or until that prompt is computed) and then hits instead of computing it
+// twice.
 //
 // The static policy is the classic baseline: a batch of up to max_seqs requests is admitted
 // together only when the previous batch has completely finished, and each sample reserves
@@ -183,6 +185,7 @@ class Scheduler {
   Request* pick_waiting();
   WaitingCandidate candidate(Request& r);
   void note_overtakes(const Request& admitted);
+  void note_running_prefills();
   void cache_computed_blocks(Request& r, Sequence& s, int32_t start, int32_t n_tokens);
   void admit_static_batch();
   void emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t n_tokens,

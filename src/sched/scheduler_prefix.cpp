@@ -64,6 +64,20 @@ Request* Scheduler::pick_waiting() {
   return best;
 }
 
+void Scheduler::note_running_prefills() {
+  // A request still computing its prompt computes its next unindexed block soon: a waiting
+  // request that would compute the same block waits and then hits instead.
+  if (!kv_.prefix_caching()) return;
+  for (Request* r : running_) {
+    Sequence& s = r->in_carrier_stage() ? r->carrier : r->samples[0];
+    if (s.num_computed >= r->prompt_len() || !kv_.contains(s.id)) continue;
+    PrefixKey key;
+    if (kv_.next_uncached_key(s.id, r->spec.prompt, r->spec.cache_salt, key)) {
+      in_flight_.push_back(key);
+    }
+  }
+}
+
 void Scheduler::note_overtakes(const Request& admitted) {
   if (!kv_.prefix_caching()) return;
   for (Request* r : waiting_) {

@@ -82,6 +82,7 @@ bool Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
 
 void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
   in_flight_.clear();
+  note_running_prefills();
   while (budget > 0 && !waiting_.empty()) {
     Request* picked = pick_waiting();
     if (picked == nullptr) break;  // the candidates wait for blocks computed this step

@@ -180,6 +180,28 @@ TEST(PrefixSchedule, TwoRequestsSharingAnUncachedPrefixComputeItOnce) {
   ASSERT_TRUE(d.run(100));
 }
 
+TEST(PrefixSchedule, ARequestWaitsForAPrefixBeingComputedInChunks) {
+  SchedulerConfig c = prefix_config(true);
+  c.max_batched_tokens = 8;  // a 40-token prompt takes 5 steps
+  Scheduler s = make_sched(c);
+  ToyDriver d(s, kVocab);
+  const std::vector<TokenId> p = stem(3, 36);
+  ASSERT_TRUE(d.add(with_prefix(1, p, 4, 2)).ok());
+  d.step();
+  ASSERT_TRUE(d.add(with_prefix(2, p, 2, 2)).ok());  // arrives while 1 is mid-prompt
+  while (s.find_request(2)->status == RequestStatus::kWaiting && d.steps < 20) {
+    const Request* first = s.find_request(1);
+    const int32_t computed_before = first ? first->samples[0].num_computed : 40;
+    d.step();
+    if (s.find_request(2)->status == RequestStatus::kWaiting) {
+      EXPECT_LT(computed_before, 36) << "2 waited past the shared prefix";
+    }
+  }
+  EXPECT_EQ(s.find_request(2)->num_cached_tokens, 36);  // all 9 shared blocks, computed once
+  ASSERT_TRUE(d.run(100));
+  EXPECT_EQ(d.outputs[2], toy_reference(with_prefix(2, p, 2, 2), c.max_model_len, kVocab));
+}
+
 // Steps from arrival to first schedule of each request.
 std::map<RequestId, int64_t> first_scheduled_steps(bool cache) {
   SchedulerConfig c = prefix_config(cache);
