@@ -234,8 +234,9 @@ int run_chat(std::unique_ptr<Model> model, std::unique_ptr<Tokenizer> tokenizer,
   // The model holds positions up to its context_length: -c can only lower that.
   const int64_t model_ctx = model->config().context_length;
   const int64_t n_ctx = options.ctx_size > 0 ? std::min<int64_t>(options.ctx_size, model_ctx) : model_ctx;
-  const EngineConfig config = single_sequence_engine_config(
+  EngineConfig config = single_sequence_engine_config(
       model->config(), {options.threads, options.batch_size, static_cast<int32_t>(n_ctx), n_ctx, options.kv_type});
+  config.prefix_cache = options.prefix_cache;
   auto engine = EngineCore::create(config, std::move(model), std::move(tokenizer));
   if (!engine.ok()) return report_error(engine.status());
 

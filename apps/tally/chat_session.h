@@ -33,6 +33,7 @@ struct ChatOptions {
   int32_t ctx_size = 0;            // 0 = the model's context length
   int32_t batch_size = plan::kDefaultBatchTokens;
   DType kv_type = plan::kDefaultKvType;
+  bool prefix_cache = true;        // each turn reuses the history's KV (--no-prefix-cache)
 };
 
 // Runs the chat on stdin/stdout until /exit or end of input; returns the exit status.

@@ -35,6 +35,7 @@ struct GenerateArgs {
   std::vector<std::string> stop;
   bool chat = false;
   std::string chat_template;
+  bool no_prefix_cache = false;
 };
 
 int run_chat_command(const GenerateArgs& a, std::unique_ptr<Model> model,
@@ -43,6 +44,7 @@ int run_chat_command(const GenerateArgs& a, std::unique_ptr<Model> model,
   options.turn.max_tokens = a.n_predict;
   options.turn.sampling = a.sampling;
   options.turn.ignore_eos = a.ignore_eos;
+  options.prefix_cache = !a.no_prefix_cache;
   return run_chat(std::move(model), std::move(tok), options);
 }
 
@@ -68,6 +70,7 @@ EngineConfig generate_engine_config(const GenerateArgs& args, const ModelConfig&
       model, {args.threads, args.batch_size, args.ctx_size,
               std::min<int64_t>(n_ctx, n_prompt + args.n_predict), kv_type});
   c.model_path = args.model;
+  c.prefix_cache = !args.no_prefix_cache;
   return c;
 }
 
@@ -186,6 +189,8 @@ Runner add_generate_command(CLI::App& app) {
   app.add_flag("--parse-special", args->parse_special, "Recognise special-token texts in the prompt");
   app.add_flag("--ignore-eos", args->ignore_eos, "Keep generating past end-of-generation tokens");
   app.add_flag("--print-ids", args->print_ids, "Print the sampled token ids to stderr");
+  app.add_flag("--no-prefix-cache", args->no_prefix_cache,
+               "--chat: recompute the whole history each turn instead of reusing its cached KV");
   app.add_flag("--chat", args->chat, "Interactive multi-turn chat on stdin/stdout (-p: the system message)");
   app.add_option("--chat-template", args->chat_template,
                  "Jinja chat template file for --chat (default: the model's, else plain User:/Assistant:)");

@@ -36,6 +36,7 @@ struct EngineConfig {
   int64_t memory_budget = 0;        // bytes for everything; 0 = a default (documented)
   int32_t max_waiting = 1024;       // queue limit: submit() answers ResourceExhausted past it
   bool static_batching = false;     // the classic baseline (--scheduler static)
+  bool prefix_cache = true;         // reuse computed full KV blocks (--no-prefix-cache)
 };
 
 using EngineEventCallback = std::function<void(const EngineEvent&)>;

@@ -21,6 +21,7 @@ SchedulerConfig scheduler_config(const EngineConfig& c, const EngineSizing& s) {
   sc.max_waiting = c.max_waiting;
   sc.kv.n_blocks = s.n_blocks;
   sc.kv.block_size = c.block_size;
+  sc.kv.enable_prefix_cache = c.prefix_cache;
   return sc;
 }
 
@@ -95,8 +96,14 @@ void EngineCore::build_ledger(const EngineSizing& sizing) {
   ledger_.block_size = config_.block_size;
   ledger_.token_capacity = ledger_.kv_blocks * ledger_.block_size;
   ledger_.kv_bytes_per_token = runner_->kv().shape().bytes_per_token();
-  // The block pool's bookkeeping: a reference count, a hash and two free-list links a block.
-  ledger_.other_bytes = int64_t{sizing.n_blocks} * (4 + 8 + 4 + 4);
+  // The block pool's bookkeeping: a reference count and two free-list links a block; with the
+  // prefix cache, its index: a key, two serials, a salt and the token ids a block.
+  int64_t per_block = 4 + 4 + 4;
+  if (sched_config_.kv.enable_prefix_cache) {
+    per_block += 16 + 8 + 8 + static_cast<int64_t>(sizeof(std::string)) +
+                 int64_t{config_.block_size} * 4;
+  }
+  ledger_.other_bytes = int64_t{sizing.n_blocks} * per_block;
 }
 
 void EngineCore::log_ledger() const {
@@ -144,6 +151,7 @@ void EngineCore::add_request(RequestId id, EngineRequest request, uint64_t seed,
   spec.max_tokens = request.max_tokens;
   spec.n = request.n;
   spec.priority = request.priority;
+  spec.cache_salt = std::move(request.cache_salt);
   if (Status st = sched_.add_request(std::move(spec)); !st.ok()) {
     fail_request(r, st);  // check_request() passed: only a full queue gets here
   }
@@ -175,6 +183,8 @@ void EngineCore::publish_metrics() {
   m.kv_blocks_total = sched_.kv().n_blocks();
   m.kv_blocks_free = st.kv_free_blocks;
   m.kv_utilization = st.kv_utilization();
+  m.prefix_cache_queries_total = st.prefix_cache_queries;
+  m.prefix_cache_hits_total = st.prefix_cache_hits;
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     metrics_ = m;

@@ -36,6 +36,8 @@ void engine_flags_add(CLI::App& app, EngineFlags& flags) {
   app.add_option("--scheduler", flags.scheduler,
                  "continuous (iteration-level batching) or static (the classic baseline)")
       ->capture_default_str();
+  app.add_flag("--no-prefix-cache", flags.no_prefix_cache,
+               "Compute every prompt in full: no reuse of cached KV blocks between requests");
 }
 
 namespace {
@@ -61,6 +63,7 @@ Result<EngineConfig> engine_flags_to_config(const EngineFlags& flags) {
                       "--scheduler must be continuous or static, got '{}'", flags.scheduler);
   }
   e.static_batching = flags.scheduler == "static";
+  e.prefix_cache = !flags.no_prefix_cache;
   return e;
 }
 

@@ -28,10 +28,11 @@ struct EngineFlags {
   std::string kv_cache_memory = "0";  // a memory size ("2GiB"); 0 = derived (see the help)
   std::string memory_budget = "0";    // a memory size ("8GiB"); 0 = no budget
   std::string scheduler = "continuous";
+  bool no_prefix_cache = false;
 };
 
 // Adds -t/--threads, --max-batched-tokens, --max-seqs, --max-model-len, --block-size,
-// --kv-type, --kv-cache-memory, --memory-budget and --scheduler, bound to `flags` (which must
+// --kv-type, --kv-cache-memory, --memory-budget, --scheduler and --no-prefix-cache, bound to `flags` (which must
 // outlive the parse).
 void engine_flags_add(CLI::App& app, EngineFlags& flags);
 

@@ -1,6 +1,7 @@
 // One step of the engine core: schedule -> runner (tables, copies, batch, forward) ->
 // per-sample sampling -> update (engine_update.cpp) -> metrics -> callbacks. A failure is
 // confined to the requests it touches: they end with kError and the next step goes on.
+#include <algorithm>
 #include <exception>
 
 #include "base/log.h"
@@ -33,6 +34,9 @@ void EngineCore::note_scheduled(EngineClock::time_point now) {
     if (it == requests_.end() || it->second->scheduled) continue;
     it->second->scheduled = true;
     it->second->first_scheduled = now;
+    if (const Request* sr = sched_.find_request(row.request_id)) {
+      it->second->cached_tokens = std::max(sr->num_cached_tokens, 0);
+    }
     prompt_tokens_total_ += it->second->prompt_tokens;
   }
 }

@@ -26,6 +26,7 @@ struct EngineRequest {
   int32_t min_tokens = 0;        // end-of-generation tokens are ignored before this many
   int32_t n = 1;                 // parallel samples sharing the prompt's KV blocks
   int32_t priority = 0;          // lower runs first
+  std::string cache_salt;        // prefix cache: only requests with the same salt share blocks
   bool ignore_eos = false;
   std::vector<std::string> stop;  // stop strings (OpenAI semantics: not included in text)
   bool detokenize = true;         // produce text deltas (UTF-8 safe)
@@ -63,6 +64,7 @@ struct EngineEvent {
   std::string stop_string;    // kFinished by a stop string: which one
   bool request_done = false;  // the request's last event
   int32_t prompt_tokens = 0;  // usage, on kFinished
+  int32_t cached_tokens = 0;  // of prompt_tokens, served by the prefix cache (not computed)
   int32_t completion_tokens = 0;
   RequestTiming timing;       // on kFinished
   Status status;              // kError
@@ -80,6 +82,9 @@ struct EngineMetrics {
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_free = 0;
   double kv_utilization = 0;   // tokens stored / slots in used blocks, averaged over steps
+  // Prefix cache, in tokens, counted at each admission: looked up and found cached.
+  int64_t prefix_cache_queries_total = 0;
+  int64_t prefix_cache_hits_total = 0;
 };
 
 // Every allocation the engine made, by kind (what `tally plan` predicts).

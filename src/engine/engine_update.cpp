@@ -121,6 +121,7 @@ void EngineCore::finish_sample(RequestState& r, int32_t index, FinishReason why,
   }
   ev.request_done = r.n_live == 0;
   ev.prompt_tokens = r.prompt_tokens;
+  ev.cached_tokens = r.cached_tokens;
   ev.completion_tokens = s.n_generated;
   ev.timing = r.timing(now);
   if (ev.request_done) done_ids_.push_back(r.id);

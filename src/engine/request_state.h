@@ -34,6 +34,7 @@ struct RequestState {
   RequestId id = 0;
   EngineEventCallback on_event;
   int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;  // prompt tokens the prefix cache served at first admission
   int32_t max_tokens = 0;
   int32_t min_tokens = 0;
   bool ignore_eos = false;

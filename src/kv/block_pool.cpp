@@ -5,7 +5,7 @@
 namespace tally {
 
 BlockPool::BlockPool(int32_t n_blocks)
-    : ref_(n_blocks, 0), hash_(n_blocks, kNoBlockHash), prev_(n_blocks, kNoBlock),
+    : ref_(n_blocks, 0), prev_(n_blocks, kNoBlock),
       next_(n_blocks, kNoBlock) {
   TALLY_CHECK(n_blocks >= 0, "block pool with {} blocks", n_blocks);
   // Ascending ids first: a fresh pool hands out 0, 1, 2, ...
@@ -26,6 +26,18 @@ void BlockPool::push_tail(BlockId block) {
     head_ = block;
   }
   tail_ = block;
+  ++n_free_;
+}
+
+void BlockPool::push_head(BlockId block) {
+  prev_[block] = kNoBlock;
+  next_[block] = head_;
+  if (head_ != kNoBlock) {
+    prev_[head_] = block;
+  } else {
+    tail_ = block;
+  }
+  head_ = block;
   ++n_free_;
 }
 
@@ -51,8 +63,14 @@ std::optional<BlockId> BlockPool::alloc() {
   const BlockId block = head_;
   unlink(block);
   ref_[block] = 1;
-  hash_[block] = kNoBlockHash;  // new contents: whatever was cached there is gone
   return block;
+}
+
+void BlockPool::revive(BlockId block) {
+  check_block(block);
+  TALLY_CHECK(ref_[block] == 0, "revive of block {} held {} times", block, ref_[block]);
+  unlink(block);
+  ref_[block] = 1;
 }
 
 void BlockPool::ref(BlockId block) {
@@ -61,25 +79,20 @@ void BlockPool::ref(BlockId block) {
   ++ref_[block];
 }
 
-void BlockPool::unref(BlockId block) {
+void BlockPool::unref(BlockId block, FreeEnd end) {
   check_block(block);
   TALLY_CHECK(ref_[block] > 0, "unref of free block {}", block);
-  if (--ref_[block] == 0) push_tail(block);
+  if (--ref_[block] != 0) return;
+  if (end == FreeEnd::kTail) {
+    push_tail(block);
+  } else {
+    push_head(block);
+  }
 }
 
 int32_t BlockPool::ref_count(BlockId block) const {
   check_block(block);
   return ref_[block];
-}
-
-uint64_t BlockPool::hash(BlockId block) const {
-  check_block(block);
-  return hash_[block];
-}
-
-void BlockPool::set_hash(BlockId block, uint64_t hash) {
-  check_block(block);
-  hash_[block] = hash;
 }
 
 std::vector<BlockId> BlockPool::free_list_in_order() const {

@@ -2,11 +2,11 @@
 // eviction order. It owns no memory: the KV storage lives with the model (addressed by the
 // physical block ids handed out here), so this class is testable with toy sizes.
 //
-// Free list = LRU: a block whose count drops to zero goes to the tail; alloc() takes the head.
-// A freed block keeps its contents until it is reallocated, which is what a prefix cache will
-// exploit: it tags full blocks with a content hash (hash slot below) and revives a free block
-// whose hash matches before it reaches the head. The list is doubly linked so that revival can
-// unlink a block from the middle in O(1). Not implemented yet: only the hash slot exists.
+// Free list = LRU: a block whose count drops to zero goes to the tail (or, when its contents
+// are worth nothing, to the head); alloc() takes the head. A freed block keeps its contents
+// until it is reallocated, which the prefix cache (kv/prefix_cache.h) exploits: a free block
+// it still indexes can be revived from the middle of the list in O(1) (doubly linked), and
+// alloc() taking the head is the cache's eviction. So "free" and "evictable" are one set.
 //
 // Thread rules: not thread-safe; the engine thread alone owns it (through KvCacheManager).
 // Every operation is O(1) and allocation-free.
@@ -22,7 +22,10 @@ namespace tally {
 
 using BlockId = int32_t;
 inline constexpr BlockId kNoBlock = -1;
-inline constexpr uint64_t kNoBlockHash = 0;
+
+// Where a block whose count drops to zero joins the free list: the tail (allocated last: its
+// contents may be reused) or the head (allocated first: nothing in it is worth keeping).
+enum class FreeEnd : uint8_t { kTail, kHead };
 
 class BlockPool {
  public:
@@ -32,17 +35,18 @@ class BlockPool {
   int32_t n_free() const { return n_free_; }
   int32_t n_used() const { return n_blocks() - n_free_; }
 
-  // The least recently freed block, with a count of 1 and no hash; nullopt when none is free.
+  // The free list's head (least recently freed), with a count of 1; nullopt when none is free.
   std::optional<BlockId> alloc();
+  // The block alloc() would hand out next, kNoBlock when none is free.
+  BlockId next_alloc() const { return head_; }
+  // Takes a free block out of the middle of the free list with a count of 1 (a prefix-cache
+  // hit on a block nobody holds).
+  void revive(BlockId block);
   // Another holder of a block in use (fork shares blocks).
   void ref(BlockId block);
-  // One holder lets go; at zero the block joins the tail of the free list.
-  void unref(BlockId block);
+  // One holder lets go; at zero the block joins the free list at `end`.
+  void unref(BlockId block, FreeEnd end = FreeEnd::kTail);
   int32_t ref_count(BlockId block) const;
-
-  // Prefix-cache hook: a content hash per block, kNoBlockHash when unknown. Cleared by alloc().
-  uint64_t hash(BlockId block) const;
-  void set_hash(BlockId block, uint64_t hash);
 
   // The free list head to tail (the order alloc() will hand blocks out). Allocates: tests and
   // debugging only.
@@ -55,10 +59,10 @@ class BlockPool {
  private:
   void check_block(BlockId block) const;
   void push_tail(BlockId block);
+  void push_head(BlockId block);
   void unlink(BlockId block);
 
   std::vector<int32_t> ref_;    // [n_blocks] holders per block
-  std::vector<uint64_t> hash_;  // [n_blocks] content hash, kNoBlockHash = none
   std::vector<BlockId> prev_;   // [n_blocks] free-list links, kNoBlock at the ends and for
   std::vector<BlockId> next_;   // [n_blocks]   blocks in use
   BlockId head_ = kNoBlock;

@@ -28,6 +28,101 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config)
       watermark_blocks_(static_cast<int32_t>(config.watermark * config.n_blocks)) {
   const Status valid = validate(config);
   TALLY_CHECK(valid.ok(), "{}", valid.to_string());
+  if (config.enable_prefix_cache) prefix_.emplace(config.n_blocks, config.block_size);
+}
+
+BlockId KvCacheManager::take_block() {
+  const BlockId block = pool_.next_alloc();
+  TALLY_CHECK(block != kNoBlock, "kv: no free block");
+  // Eviction: the block's cached contents are about to be overwritten. Only a block nobody
+  // holds may get here.
+  TALLY_DCHECK(pool_.ref_count(block) == 0, "kv: evicting block {} held {} times", block,
+               pool_.ref_count(block));
+  if (prefix_) prefix_->erase(block);
+  return *pool_.alloc();
+}
+
+void KvCacheManager::release_block(BlockId block) {
+  // Cached contents wait at the tail for a hit; an empty block is reused first.
+  const bool keep = !prefix_ || prefix_->contains(block);
+  pool_.unref(block, keep ? FreeEnd::kTail : FreeEnd::kHead);
+}
+
+void KvCacheManager::force_prefix_key_for_test(std::optional<PrefixKey> key) {
+  if (prefix_) prefix_->force_key_for_test(key);
+}
+
+void KvCacheManager::match_prefix(std::span<const int32_t> tokens, std::string_view salt,
+                                  int32_t max_blocks, PrefixMatch& match) const {
+  match.clear();
+  if (!prefix_) return;
+  const int32_t n_full = static_cast<int32_t>(tokens.size()) / block_size_;
+  PrefixChain chain;
+  for (int32_t i = 0; i < n_full; ++i) {
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(i) * block_size_,
+                                             static_cast<size_t>(block_size_));
+    const PrefixKey key = prefix_->key_of(chain, salt, block_tokens);
+    const BlockId hit = i < max_blocks ? prefix_->find(key, chain, salt, block_tokens) : kNoBlock;
+    if (hit == kNoBlock) {
+      match.next_key = key;
+      match.has_next = true;
+      break;
+    }
+    match.blocks.push_back(hit);
+    match.n_evictable += pool_.ref_count(hit) == 0 ? 1 : 0;
+    chain = prefix_->chain_of(hit);
+  }
+}
+
+bool KvCacheManager::next_uncached_key(SeqId seq, std::span<const int32_t> tokens,
+                                       std::string_view salt, PrefixKey& key) const {
+  const Seq* s = prefix_ ? find(seq) : nullptr;
+  if (s == nullptr) return false;
+  const auto begin = static_cast<size_t>(s->n_cached_blocks) * block_size_;
+  if (begin + block_size_ > tokens.size()) return false;
+  key = prefix_->key_of(s->chain, salt, tokens.subspan(begin, static_cast<size_t>(block_size_)));
+  return true;
+}
+
+void KvCacheManager::adopt_prefix(SeqId seq, const PrefixMatch& match) {
+  TALLY_CHECK(!contains(seq), "kv: prefix adopted by existing sequence {}", seq);
+  TALLY_CHECK(match.n_evictable <= pool_.n_free(), "kv: {} cached blocks to revive, {} free",
+              match.n_evictable, pool_.n_free());
+  Seq& s = seqs_[seq];
+  for (BlockId b : match.blocks) {
+    if (pool_.ref_count(b) == 0) {
+      pool_.revive(b);
+    } else {
+      pool_.ref(b);
+    }
+    s.blocks.push_back(b);
+  }
+  s.n_cached_blocks = static_cast<int32_t>(match.blocks.size());
+  if (!match.blocks.empty()) s.chain = prefix_->chain_of(match.blocks.back());
+  s.n_tokens = s.n_cached_blocks * block_size_;
+  n_seq_tokens_ += s.n_tokens;
+}
+
+void KvCacheManager::cache_full_blocks(SeqId seq, std::span<const int32_t> tokens,
+                                       std::string_view salt) {
+  if (!prefix_) return;
+  Seq& s = get(seq);
+  TALLY_CHECK(static_cast<int32_t>(tokens.size()) <= s.n_tokens,
+              "kv: sequence {} caches {} tokens, it holds {}", seq, tokens.size(), s.n_tokens);
+  const int32_t n_full = static_cast<int32_t>(tokens.size()) / block_size_;
+  for (int32_t i = s.n_cached_blocks; i < n_full; ++i) {
+    const BlockId block = s.blocks[i];
+    if (prefix_->contains(block)) {
+      // Shared with a sequence that indexed it already (fork): same tokens, same prefix.
+      s.chain = prefix_->chain_of(block);
+      continue;
+    }
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(i) * block_size_,
+                                             static_cast<size_t>(block_size_));
+    const PrefixKey key = prefix_->key_of(s.chain, salt, block_tokens);
+    s.chain = prefix_->insert(block, key, s.chain, salt, block_tokens);
+  }
+  s.n_cached_blocks = std::max(s.n_cached_blocks, n_full);
 }
 
 double KvCacheManager::usage() const {
@@ -99,13 +194,13 @@ Status KvCacheManager::append(SeqId seq, int32_t n_tokens, std::vector<BlockCopy
   const int32_t cow = shared_write_block(s);
   if (cow >= 0) {
     const BlockId src = s.blocks[cow];
-    const BlockId dst = *pool_.alloc();
+    const BlockId dst = take_block();
     pool_.unref(src);  // still held by the other sharers
     s.blocks[cow] = dst;
     copies.push_back({seq, cow, src, dst});
   }
   const int32_t want = blocks_for(int64_t{s.n_tokens} + n_tokens);
-  while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(*pool_.alloc());
+  while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(take_block());
   s.n_tokens += n_tokens;
   n_seq_tokens_ += n_tokens;
   return Status::ok_status();
@@ -126,7 +221,7 @@ Status KvCacheManager::reserve(SeqId seq, int32_t capacity_tokens) {
   }
   Seq& s = seqs_[seq];
   const int32_t want = blocks_for(capacity_tokens);
-  while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(*pool_.alloc());
+  while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(take_block());
   return Status::ok_status();
 }
 
@@ -136,6 +231,8 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   Seq c;
   c.n_tokens = p.n_tokens;
   c.blocks.assign(p.blocks.begin(), p.blocks.begin() + blocks_for(p.n_tokens));
+  c.n_cached_blocks = p.n_cached_blocks;
+  c.chain = p.chain;
   for (BlockId b : c.blocks) pool_.ref(b);
   n_seq_tokens_ += c.n_tokens;
   seqs_.emplace(child, std::move(c));
@@ -148,8 +245,18 @@ void KvCacheManager::truncate(SeqId seq, int32_t n_tokens) {
   const int32_t keep = blocks_for(n_tokens);
   // Last block first, so the blocks nearest the prompt's start stay in the pool longest.
   while (static_cast<int32_t>(s.blocks.size()) > keep) {
-    pool_.unref(s.blocks.back());
+    release_block(s.blocks.back());
     s.blocks.pop_back();
+  }
+  if (s.n_cached_blocks > n_tokens / block_size_) {
+    // The block the next token lands in will be written: it must leave the index (a shared
+    // one is copied before the write anyway). The chain is rebuilt by the next caching.
+    const int32_t partial = n_tokens / block_size_;
+    if (prefix_ && partial < keep && pool_.ref_count(s.blocks[partial]) == 1) {
+      prefix_->erase(s.blocks[partial]);
+    }
+    s.n_cached_blocks = 0;
+    s.chain = PrefixChain{};
   }
   n_seq_tokens_ -= s.n_tokens - n_tokens;
   s.n_tokens = n_tokens;
@@ -158,13 +265,14 @@ void KvCacheManager::truncate(SeqId seq, int32_t n_tokens) {
 void KvCacheManager::free(SeqId seq) {
   Seq& s = get(seq);
   // Reverse order: a sequence's tail is the least likely to be shared again (prefix cache).
-  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) pool_.unref(*it);
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) release_block(*it);
   n_seq_tokens_ -= s.n_tokens;
   seqs_.erase(seq);
 }
 
 Status KvCacheManager::check_invariants() const {
   if (Status pool = pool_.check_invariants(); !pool.ok()) return pool;
+  if (prefix_) TALLY_RETURN_IF_ERROR(prefix_->check_invariants());
   std::vector<int32_t> holders(pool_.n_blocks(), 0);
   std::vector<int64_t> last_holder(pool_.n_blocks(), -1);  // index of the table seen last
   int64_t tokens = 0;

@@ -7,6 +7,14 @@
 // failed append() changes nothing. fork() shares every block (counts++); the first write into
 // a shared block copies it first (BlockCopy). truncate() rolls back (speculative decoding).
 //
+// Prefix cache (config.enable_prefix_cache): full blocks are indexed by their contents
+// (kv/prefix_cache.h) once the caller says their KV is computed (cache_full_blocks()). A new
+// sequence can start with the longest indexed run of blocks at the start of its tokens
+// (match_prefix(), then adopt_prefix()): held blocks get one more holder, free ones are revived.
+// Freed indexed blocks go to the free list's tail, freed private ones to its head, so the pool
+// reuses empty blocks first and then evicts cached ones least recently used first; a sequence
+// frees its last block first, so a prompt's tail is evicted before its head.
+//
 // Watermark: admitting a NEW sequence must leave watermark_blocks() free, so that sequences
 // already running can still grow without being preempted at once (can_admit()).
 //
@@ -14,12 +22,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
 #include "kv/block_pool.h"
+#include "kv/prefix_cache.h"
 
 namespace tally {
 
@@ -29,6 +40,22 @@ struct KvCacheConfig {
   int32_t n_blocks = 0;
   int32_t block_size = 16;  // tokens per block
   double watermark = 0.01;  // fraction of n_blocks kept free when admitting new sequences
+  bool enable_prefix_cache = false;  // index full blocks for reuse (see above)
+};
+
+// The longest cached run of full blocks at the start of some tokens.
+struct PrefixMatch {
+  std::vector<BlockId> blocks;  // logical order
+  int32_t n_evictable = 0;      // of them, blocks nobody holds: adopting them takes free blocks
+  // The key of the first full block past the match (has_next), the one a sequence starting
+  // with these blocks computes first: two requests with the same next key share that block.
+  PrefixKey next_key;
+  bool has_next = false;
+  void clear() {
+    blocks.clear();
+    n_evictable = 0;
+    has_next = false;
+  }
 };
 
 // A copy the runner must make on the KV storage (every layer, K and V) before this step's
@@ -83,12 +110,31 @@ class KvCacheManager {
   // Lets go of every block of the sequence and forgets it.
   void free(SeqId seq);
 
+  // Prefix cache. match_prefix: the longest indexed run of full blocks that `tokens` start
+  // with (under `salt`), at most max_blocks of them; empty when caching is off.
+  bool prefix_caching() const { return prefix_.has_value(); }
+  void match_prefix(std::span<const int32_t> tokens, std::string_view salt, int32_t max_blocks,
+                    PrefixMatch& match) const;
+  // Creates `seq` holding the matched blocks as its first tokens (match.blocks.size() *
+  // block_size of them). The caller checked that match.n_evictable blocks are free.
+  void adopt_prefix(SeqId seq, const PrefixMatch& match);
+  // Indexes the full blocks among the first tokens.size() tokens of `seq`, whose KV is
+  // computed (`tokens` are those tokens, `salt` the request's). No-op when caching is off.
+  void cache_full_blocks(SeqId seq, std::span<const int32_t> tokens, std::string_view salt);
+  // The key of the first block of `seq` not indexed yet, when `tokens` (the sequence's known
+  // tokens) fill it: the block the sequence computes next. False when caching is off.
+  bool next_uncached_key(SeqId seq, std::span<const int32_t> tokens, std::string_view salt,
+                         PrefixKey& key) const;
+  int32_t n_cached_blocks() const { return prefix_ ? prefix_->n_cached() : 0; }
+  // Test hook: see PrefixCache::force_key_for_test.
+  void force_prefix_key_for_test(std::optional<PrefixKey> key);
+
   // Utilization: tokens held by sequences (a shared block counts once per holder, so sharing
   // can push this past the slots) and slots in used blocks.
   int64_t n_seq_tokens() const { return n_seq_tokens_; }
   int64_t n_used_slots() const { return int64_t{n_used_blocks()} * block_size_; }
 
-  // The pool's own invariants, plus: every block's count equals the number of tables that
+  // The pool's own invariants (and the prefix index's), plus: every block's count equals the number of tables that
   // hold it, no table holds a block twice, every table covers its tokens, and the token
   // counter adds up. A Status that names the first broken rule (tests).
   Status check_invariants() const;
@@ -97,13 +143,19 @@ class KvCacheManager {
   struct Seq {
     std::vector<BlockId> blocks;  // logical -> physical, >= blocks_for(n_tokens) entries
     int32_t n_tokens = 0;
+    int32_t n_cached_blocks = 0;  // leading blocks known to the prefix index
+    PrefixChain chain;            // the index's chain through block n_cached_blocks - 1
   };
   const Seq* find(SeqId seq) const;
   Seq& get(SeqId seq);
   // Index of the block the next token of `s` lands in when it is shared, else -1.
   int32_t shared_write_block(const Seq& s) const;
+  // The pool's next block, evicted from the prefix index first when it was cached there.
+  BlockId take_block();
+  void release_block(BlockId block);
 
   BlockPool pool_;
+  std::optional<PrefixCache> prefix_;  // set when prefix caching is on
   int32_t block_size_;
   int32_t watermark_blocks_;
   std::unordered_map<SeqId, Seq> seqs_;

@@ -54,15 +54,16 @@ void ServerMetrics::register_engine_metrics(const std::vector<std::string>& labe
       &registry_
            .add_gauge("kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels)
            .with(label_values_);
-  // Zero until tally has a prefix cache (the engine reports no lookups yet).
-  registry_
-      .add_counter("prefix_cache_queries_total",
-                   "Prefix cache queries, in terms of number of queried tokens.", labels)
-      .with(label_values_);
-  registry_
-      .add_counter("prefix_cache_hits_total",
-                   "Prefix cache hits, in terms of number of cached tokens.", labels)
-      .with(label_values_);
+  // Counted by the scheduler at each admission (zero with --no-prefix-cache).
+  prefix_queries_ = &registry_
+                         .add_counter("prefix_cache_queries_total",
+                                      "Prefix cache queries, in terms of number of queried tokens.",
+                                      labels)
+                         .with(label_values_);
+  prefix_hits_ = &registry_
+                      .add_counter("prefix_cache_hits_total",
+                                   "Prefix cache hits, in terms of number of cached tokens.", labels)
+                      .with(label_values_);
   preemptions_ = &registry_
                       .add_counter("num_preemptions_total",
                                    "Cumulative number of preemption from the engine.", labels)
@@ -201,6 +202,8 @@ void ServerMetrics::set_engine_snapshot(const EngineMetrics& snapshot) {
   waiting_->set(snapshot.num_requests_waiting);
   kv_usage_->set(snapshot.kv_cache_usage);
   preemptions_->advance_to(static_cast<double>(snapshot.num_preemptions_total));
+  prefix_queries_->advance_to(static_cast<double>(snapshot.prefix_cache_queries_total));
+  prefix_hits_->advance_to(static_cast<double>(snapshot.prefix_cache_hits_total));
   prompt_tokens_->advance_to(static_cast<double>(snapshot.prompt_tokens_total));
   generation_tokens_->advance_to(static_cast<double>(snapshot.generation_tokens_total));
 }

@@ -100,6 +100,8 @@ class ServerMetrics {
   Gauge* waiting_ = nullptr;
   Gauge* kv_usage_ = nullptr;
   Counter* preemptions_ = nullptr;
+  Counter* prefix_queries_ = nullptr;
+  Counter* prefix_hits_ = nullptr;
   Counter* prompt_tokens_ = nullptr;
   Counter* generation_tokens_ = nullptr;
   Counter* success_stop_ = nullptr;

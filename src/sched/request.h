@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct RequestSpec {
   int32_t max_tokens = 16;              // output tokens per sample
   int32_t n = 1;                        // parallel samples of this prompt
   int32_t priority = 0;                 // lower runs first
+  std::string cache_salt;               // prefix cache: only requests with the same salt share
 };
 
 struct Sequence {
@@ -70,6 +72,10 @@ struct Request {
   int32_t n_live = 0;             // samples not finished
   int32_t n_preemptions = 0;
   bool abort_pending = false;     // abort_request() was called; freed at the next schedule()
+  // Prefix cache: prompt tokens found cached at the first admission (-1 before it), and how
+  // many more later arrivals may still be admitted before this request (aging; see Scheduler).
+  int32_t num_cached_tokens = -1;
+  int32_t overtake_allowance = 0;
 
   int32_t prompt_len() const { return static_cast<int32_t>(spec.prompt.size()); }
   bool in_carrier_stage() const { return carrier.id != kNoSeq; }

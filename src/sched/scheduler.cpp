@@ -38,7 +38,21 @@ Result<Scheduler> Scheduler::create(const SchedulerConfig& config) {
   return Scheduler(config);
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config) : config_(config), kv_(config.kv) {}
+namespace {
+
+KvCacheConfig scheduler_kv_config(const SchedulerConfig& config) {
+  KvCacheConfig kv = config.kv;
+  // Static batching reserves whole contexts per sample: nothing to share.
+  if (config.policy == SchedulePolicy::kStatic) kv.enable_prefix_cache = false;
+  return kv;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config)
+    : config_(config), kv_(scheduler_kv_config(config)) {
+  config_.kv = scheduler_kv_config(config);
+}
 
 int32_t Scheduler::worst_case_blocks(const SchedulerConfig& config, const RequestSpec& spec) {
   // Blocks the request needs when it runs alone, counted the way schedule() counts them (a
@@ -109,6 +123,11 @@ Status Scheduler::add_request(RequestSpec spec) {
     r->samples[i].index = i;
   }
   r->n_live = r->spec.n;
+  // Aging for the longest-prefix-first order: a request may be passed over by as many later
+  // arrivals as the requests that stand between it and a free slot now, so its wait in
+  // admissions stays under twice its first-come-first-served wait.
+  const int32_t free_slots = std::max(0, config_.max_seqs - running_slots_);
+  r->overtake_allowance = std::max(0, static_cast<int32_t>(waiting_.size()) - free_slots);
   waiting_.insert(r.get());
   requests_.emplace(id, std::move(r));
   return Status::ok_status();
@@ -143,6 +162,8 @@ SchedulerStats Scheduler::stats() const {
   s.kv_usage = kv_.usage();
   s.kv_tokens_stored = kv_tokens_stored_;
   s.kv_tokens_reserved = kv_tokens_reserved_;
+  s.prefix_cache_queries = prefix_queries_;
+  s.prefix_cache_hits = prefix_hits_;
   return s;
 }
 

@@ -12,11 +12,26 @@
 //      freed, its tokens kept, it goes back to the head of the queue), until they fit or only
 //      the request itself is left, which then preempts itself;
 //   3. if nobody was preempted, waiting requests are admitted in queue order while the budget,
-//      the sequence cap and the KV watermark allow (head-of-line: no skipping).
+//      the sequence cap and the KV watermark allow (head-of-line: no skipping). With the
+//      prefix cache on, a request starts at its longest cached prefix (full blocks) and the
+//      queue order bends: see "Prefix cache" below.
 // Importance ("order key", smaller first): priority with aging. With aging_steps = A > 0 the
 // key is priority * A + arrival step, so waiting A steps is worth one priority level and a
 // low-priority request cannot starve; A = 0 orders by priority alone. Ties go to the earlier
 // arrival. The queue serves preempted requests first, then by key.
+//
+// Prefix cache (kv.enable_prefix_cache, continuous policy only): full blocks are indexed
+// when their KV is computed (update()); admission matches the prompt-stage tokens against the
+// index, adopts the hits (they cost no budget; evictable hits count against free blocks) and
+// schedules from the first uncached token (at least one token is always computed: its logits
+// are sampled). Among the first waiting requests of the head's priority, the one with the
+// longest cached prefix is admitted first (ties: queue order), but each request may be passed
+// over by at most as many later ones as stood between it and a free sequence slot when it
+// arrived (then it must go next), so nothing starves and no wait grows past about twice its
+// first-come-first-served wait. A request whose first uncached block is being computed by a
+// request admitted before it in this step, or by a running request still computing its prompt,
+// waits (one step, or until that prompt is computed) and then hits instead of computing it
+// twice.
 //
 // The static policy is the classic baseline: a batch of up to max_seqs requests is admitted
 // together only when the previous batch has completely finished, and each sample reserves
@@ -28,6 +43,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -49,7 +65,7 @@ struct SchedulerConfig {
   int32_t max_model_len = 2048;       // context: prompt + output tokens of a sequence
   int32_t max_waiting = 1024;         // queue limit: add_request() fails past it
   int32_t aging_steps = 256;          // steps of waiting worth one priority level; 0 = off
-  KvCacheConfig kv;
+  KvCacheConfig kv;  // kv.enable_prefix_cache: see above (ignored by the static policy)
 };
 
 inline constexpr TokenId kNoToken = -1;
@@ -77,6 +93,10 @@ struct SchedulerStats {
   // prints; sharing (n > 1) can push it past 1.
   int64_t kv_tokens_stored = 0;
   int64_t kv_tokens_reserved = 0;
+  // Prefix cache, in tokens, per admission (a preempted request counts again when it comes
+  // back): tokens looked up (the prompt-stage tokens) and tokens found cached.
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
   double kv_utilization() const {
     return kv_tokens_reserved == 0 ? 0.0
                                    : static_cast<double>(kv_tokens_stored) / kv_tokens_reserved;
@@ -119,6 +139,10 @@ class Scheduler {
   const Request* find_request(RequestId id) const;  // nullptr once finished
   SchedulerStats stats() const;
   const KvCacheManager& kv() const { return kv_; }
+  // Test hook: every prefix-cache key collides (KvCacheManager::force_prefix_key_for_test).
+  void force_prefix_key_for_test(std::optional<PrefixKey> key) {
+    kv_.force_prefix_key_for_test(key);
+  }
   const SchedulerConfig& config() const { return config_; }
 
  private:
@@ -151,6 +175,18 @@ class Scheduler {
   void plan_request(Request& r, int32_t budget, int32_t reserved_after);
   bool schedule_running(SchedulerOutput& out, int32_t& budget);
   void admit_waiting(SchedulerOutput& out, int32_t& budget);
+  // scheduler_prefix.cpp: the prefix cache's part of admission and update.
+  struct WaitingCandidate {
+    int32_t cached_tokens = 0;
+    bool next_in_flight = false;  // its first uncached block is computed this step already
+  };
+  std::span<const TokenId> seq_tokens(const Request& r, const Sequence& s, int32_t n_tokens);
+  std::span<const TokenId> stage_tokens(Request& r);
+  Request* pick_waiting();
+  WaitingCandidate candidate(Request& r);
+  void note_overtakes(const Request& admitted);
+  void note_running_prefills();
+  void cache_computed_blocks(Request& r, Sequence& s, int32_t start, int32_t n_tokens);
   void admit_static_batch();
   void emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t n_tokens,
                 int32_t& budget);
@@ -172,6 +208,9 @@ class Scheduler {
   std::vector<RowRef> rows_;          // [scheduled rows of the last output]
   std::vector<PlannedRow> plan_;      // scratch of schedule_running()
   std::vector<Request*> done_;        // scratch of update()
+  std::vector<TokenId> token_scratch_;  // a sequence's tokens in one piece (prefix keys)
+  PrefixMatch match_;                    // scratch of admit_waiting()
+  std::vector<PrefixKey> in_flight_;     // first uncached blocks admitted this step
   bool awaiting_update_ = false;
   int64_t step_ = 0;
   int64_t next_seq_id_ = 0;
@@ -179,6 +218,8 @@ class Scheduler {
   int64_t preemptions_total_ = 0;
   int64_t kv_tokens_stored_ = 0;
   int64_t kv_tokens_reserved_ = 0;
+  int64_t prefix_queries_ = 0;
+  int64_t prefix_hits_ = 0;
 };
 
 }  // namespace tally

@@ -81,30 +81,50 @@ bool Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
 }
 
 void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
+  in_flight_.clear();
+  note_running_prefills();
   while (budget > 0 && !waiting_.empty()) {
-    Request& r = **waiting_.begin();
+    Request* picked = pick_waiting();
+    if (picked == nullptr) break;  // the candidates wait for blocks computed this step
+    Request& r = *picked;
     if (running_slots_ + r.n_live > config_.max_seqs) break;
     // The prompt-stage sequence: a carrier for n > 1, else sample 0 (recomputing its outputs
-    // too after a preemption). Either holds no blocks yet.
+    // too after a preemption). Either holds no blocks yet. Its cached prefix (full blocks,
+    // never the last token: that one's logits are sampled) costs no budget.
     const bool carrier = r.spec.n > 1;
-    const int32_t todo = carrier ? r.prompt_len() : r.known_tokens(r.samples[0]);
-    int32_t n = std::min(todo, budget);
+    const std::span<const TokenId> tokens = stage_tokens(r);
+    const int32_t todo = static_cast<int32_t>(tokens.size());
+    kv_.match_prefix(tokens, r.spec.cache_salt, (todo - 1) / kv_.block_size(), match_);
+    const int32_t n_hit = static_cast<int32_t>(match_.blocks.size());
+    const int32_t cached = n_hit * kv_.block_size();
+    const int32_t free_after_hits = kv_.n_free_blocks() - match_.n_evictable;
+    int32_t n = std::min(todo - cached, budget);
     if (running_.empty()) {
       // Alone, it always fits eventually: take what the pool holds, ignore the watermark.
       n = static_cast<int32_t>(
-          std::min<int64_t>(n, int64_t{kv_.n_free_blocks()} * kv_.block_size()));
+          std::min<int64_t>(n, int64_t{free_after_hits} * kv_.block_size()));
       if (n <= 0) break;
-    } else if (kv_.blocks_for(n) > kv_.n_free_blocks() - kv_.watermark_blocks()) {
+    } else if (kv_.blocks_for(cached + n) - n_hit > free_after_hits - kv_.watermark_blocks()) {
       break;
     }
-    waiting_.erase(waiting_.begin());
+    note_overtakes(r);
+    waiting_.erase(&r);
     if (carrier) {
       r.carrier = Sequence{};
       r.carrier.id = next_seq_id_++;
       r.carrier.index = -1;
     }
+    Sequence& s = carrier ? r.carrier : r.samples[0];
+    if (kv_.prefix_caching()) {
+      if (n_hit > 0) kv_.adopt_prefix(s.id, match_);
+      s.num_computed = cached;
+      prefix_queries_ += todo;
+      prefix_hits_ += cached;
+      if (r.num_cached_tokens < 0) r.num_cached_tokens = std::min(cached, r.prompt_len());
+      if (match_.has_next) in_flight_.push_back(match_.next_key);
+    }
     make_running(r);
-    emit_row(out, r, carrier ? r.carrier : r.samples[0], n, budget);
+    emit_row(out, r, s, n, budget);
   }
 }
 

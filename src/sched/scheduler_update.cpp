@@ -55,7 +55,10 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> samp
   done_.clear();
   // Requests aborted since schedule() keep their rows but drop the results.
   for (size_t i = 0; i < rows_.size(); ++i) {
-    if (!rows_[i].request->abort_pending) rows_[i].seq->num_computed += out.scheduled[i].n_tokens;
+    if (rows_[i].request->abort_pending) continue;
+    const ScheduledSeq& row = out.scheduled[i];
+    rows_[i].seq->num_computed += row.n_tokens;
+    cache_computed_blocks(*rows_[i].request, *rows_[i].seq, row.start, row.n_tokens);
   }
   for (size_t k = 0; k < sampled.size(); ++k) {
     const SampleSlot& slot = out.samples[k];

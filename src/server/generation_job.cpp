@@ -90,6 +90,7 @@ void GenerationJob::on_event(size_t slot, const EngineEvent& event) {
       on_token(choice, index, event);
     } else {
       on_finished(choice, index, event);
+      sub.cached_tokens = event.cached_tokens;
       if (event.request_done) sub.done = true;
     }
   }
@@ -153,7 +154,10 @@ void GenerationJob::on_error(const Status& status) {
 
 Usage GenerationJob::usage() const {
   Usage u;
-  for (const auto& s : submissions_) u.prompt_tokens += s.prompt_tokens;
+  for (const auto& s : submissions_) {
+    u.prompt_tokens += s.prompt_tokens;
+    u.cached_tokens += s.cached_tokens;
+  }
   for (const auto& c : choices_) u.completion_tokens += c.completion_tokens;
   return u;
 }

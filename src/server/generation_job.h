@@ -60,6 +60,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     RequestId id = -1;
     bool done = false;
     int32_t prompt_tokens = 0;
+    int32_t cached_tokens = 0;  // of them, served by the prefix cache (from kFinished)
   };
 
   void on_event(size_t slot, const EngineEvent& event);

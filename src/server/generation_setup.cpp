@@ -146,6 +146,7 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exc
   spec.request.n = p.n;
   spec.request.ignore_eos = p.ignore_eos;
   spec.request.stop = p.stop;
+  spec.request.cache_salt = p.cache_salt;
   spec.stream = p.stream;
   spec.include_usage = p.include_usage;
   spec.logprobs = p.logprobs >= 0;

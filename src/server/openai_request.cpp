@@ -36,6 +36,7 @@ const std::vector<std::string_view> kCommonFields = {"model",
                                                      "stream",
                                                      "stream_options",
                                                      "user",
+                                                     "cache_salt",
                                                      "ignore_eos",
                                                      "min_tokens",
                                                      "logprobs"};
@@ -150,6 +151,7 @@ Error read_generation_common(const Json& o, GenerationParams& p) {
   TALLY_API_TRY(read_bool(o, "stream", p.stream));
   TALLY_API_TRY(read_stream_options(o, p));
   TALLY_API_TRY(read_string(o, "user", p.user));
+  TALLY_API_TRY(read_string(o, "cache_salt", p.cache_salt));
   TALLY_API_TRY(read_bool(o, "ignore_eos", p.ignore_eos));
   std::optional<int64_t> min_tokens;
   TALLY_API_TRY(read_int(o, "min_tokens", 0, kMaxInt32, min_tokens));

@@ -33,6 +33,7 @@ struct GenerationParams {
   bool include_usage = false;  // stream_options.include_usage
   int32_t logprobs = -1;       // top log-probabilities per token; -1 = no logprobs
   std::string user;
+  std::string cache_salt;  // vLLM's field: only requests with the same salt share cached KV
 };
 
 // A prompt of a completions request: text, or token ids used as given.

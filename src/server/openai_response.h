@@ -26,6 +26,7 @@ struct ResponseMeta {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens, from the prefix cache (prompt_tokens_details)
 };
 
 // The log-probabilities of a run of tokens (one per sampled token).

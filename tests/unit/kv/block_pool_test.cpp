@@ -56,14 +56,25 @@ TEST(BlockPool, FreedBlocksGoToTheTailInLruOrder) {
   EXPECT_TRUE(pool.check_invariants().ok());
 }
 
-TEST(BlockPool, HashSlotSurvivesFreeAndIsClearedByAlloc) {
-  BlockPool pool(1);
-  const BlockId b = *pool.alloc();
-  pool.set_hash(b, 0xabcdef);
-  pool.unref(b);
-  EXPECT_EQ(pool.hash(b), 0xabcdefu);  // freed but still valid: what a prefix cache reuses
-  ASSERT_EQ(*pool.alloc(), b);
-  EXPECT_EQ(pool.hash(b), kNoBlockHash);
+TEST(BlockPool, ReviveTakesAFreeBlockFromTheMiddle) {
+  BlockPool pool(4);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(*pool.alloc(), i);
+  for (BlockId b = 0; b < 4; ++b) pool.unref(b);
+  pool.revive(2);  // a prefix-cache hit on a block nobody holds
+  EXPECT_EQ(pool.ref_count(2), 1);
+  EXPECT_EQ(pool.free_list_in_order(), (std::vector<BlockId>{0, 1, 3}));
+  EXPECT_TRUE(pool.check_invariants().ok());
+}
+
+TEST(BlockPool, UnrefToHeadIsAllocatedFirst) {
+  BlockPool pool(3);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(*pool.alloc(), i);
+  pool.unref(0);
+  pool.unref(1, FreeEnd::kHead);  // nothing worth keeping: reused before block 0
+  pool.unref(2);
+  EXPECT_EQ(pool.free_list_in_order(), (std::vector<BlockId>{1, 0, 2}));
+  EXPECT_EQ(pool.next_alloc(), 1);
+  EXPECT_TRUE(pool.check_invariants().ok());
 }
 
 TEST(BlockPool, EmptyPool) {

@@ -197,6 +197,8 @@ TEST(ServerMetrics, SnapshotSourceFeedsGaugesAndEngineCounters) {
   snap.num_preemptions_total = 4;
   snap.prompt_tokens_total = 100;
   snap.generation_tokens_total = 50;
+  snap.prefix_cache_queries_total = 80;
+  snap.prefix_cache_hits_total = 64;
   int calls = 0;
   m.set_snapshot_source([&] {
     ++calls;
@@ -210,8 +212,8 @@ TEST(ServerMetrics, SnapshotSourceFeedsGaugesAndEngineCounters) {
   EXPECT_EQ(value_of(e, "tally:num_preemptions_total"), 4);
   EXPECT_EQ(value_of(e, "tally:prompt_tokens_total"), 100);
   EXPECT_EQ(value_of(e, "tally:generation_tokens_total"), 50);
-  EXPECT_EQ(value_of(e, "tally:prefix_cache_queries_total"), 0);
-  EXPECT_EQ(value_of(e, "tally:prefix_cache_hits_total"), 0);
+  EXPECT_EQ(value_of(e, "tally:prefix_cache_queries_total"), 80);
+  EXPECT_EQ(value_of(e, "tally:prefix_cache_hits_total"), 64);
 
   snap.num_requests_running = 0;
   snap.prompt_tokens_total = 10;  // a lower total (engine restarted): counters never go down

@@ -1,0 +1,97 @@
+// The prefix cache's index: which physical blocks hold which full blocks of tokens, so that a
+// request whose prompt starts like an earlier one reuses that KV instead of computing it.
+//
+// Key of a full block = XXH3-128(parent's key, the block's token ids), the first block's key
+// also taking the request's cache salt (tagged, so extra keys cannot collide with tokens or
+// with one another). The key only finds candidates: a block matches only when its stored token
+// ids, its parent (by serial number, see below) and, for a first block, its salt are equal to
+// the request's. A hash collision therefore costs a miss, never wrong KV.
+//
+// Parents by serial: every insert() gets a new serial number, never reused; a child records its
+// parent's. When the parent is evicted (and its block reused for other tokens) the serial dies
+// with it, so the orphaned child can never again be matched under the wrong prefix.
+//
+// The index borrows, the pool owns: it never holds a reference. A cached block nobody holds sits
+// in the pool's free list (evictable); KvCacheManager erases it here when the pool hands it out
+// again. Only full blocks are indexed; the partial tail block of a sequence stays private.
+//
+// Thread rules: not thread-safe; the engine thread alone (through KvCacheManager).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/block_pool.h"
+
+namespace tally {
+
+struct PrefixKey {
+  uint64_t low = 0;
+  uint64_t high = 0;
+  bool operator==(const PrefixKey&) const = default;
+};
+
+struct PrefixKeyHasher {
+  size_t operator()(const PrefixKey& key) const { return static_cast<size_t>(key.low); }
+};
+
+// Where a chain of cached blocks stands: the last block's key and serial number (both zero
+// before the first block).
+struct PrefixChain {
+  PrefixKey key;
+  uint64_t serial = 0;
+};
+
+class PrefixCache {
+ public:
+  PrefixCache(int32_t n_blocks, int32_t block_size);
+
+  // The key of the full block `tokens` (block_size ids) after `parent`; the salt enters only
+  // the first block's key (parent.serial == 0).
+  PrefixKey key_of(const PrefixChain& parent, std::string_view salt,
+                   std::span<const int32_t> tokens) const;
+  // The cached block that follows `parent` and holds exactly `tokens` (with `salt` when it is
+  // a first block), or kNoBlock.
+  BlockId find(const PrefixKey& key, const PrefixChain& parent, std::string_view salt,
+               std::span<const int32_t> tokens) const;
+  // Indexes `block` as holding `tokens` after `parent`; returns the chain through it. When an
+  // equal block is indexed already, `block` stays private and the chain goes through that one.
+  PrefixChain insert(BlockId block, const PrefixKey& key, const PrefixChain& parent,
+                     std::string_view salt, std::span<const int32_t> tokens);
+  // The chain through an indexed block.
+  PrefixChain chain_of(BlockId block) const;
+  // `block` is about to receive other contents: forget it (no-op when not indexed).
+  void erase(BlockId block);
+  bool contains(BlockId block) const { return serial_[block] != 0; }
+  int32_t n_cached() const { return static_cast<int32_t>(index_.size()); }
+
+  // Test hook: every key becomes this constant, so every lookup collides (the token, parent
+  // and salt checks must still keep answers right). nullopt restores XXH3.
+  void force_key_for_test(std::optional<PrefixKey> key) { forced_key_ = key; }
+
+  // Every index entry points at a block indexed under that key, and every indexed block is in
+  // the index once. A Status naming the first broken rule (tests).
+  Status check_invariants() const;
+
+ private:
+  std::span<const int32_t> tokens_of(BlockId block) const;
+
+  int32_t block_size_;
+  std::unordered_multimap<PrefixKey, BlockId, PrefixKeyHasher> index_;
+  std::vector<PrefixKey> key_;           // [n_blocks]
+  std::vector<uint64_t> serial_;         // [n_blocks] 0 = not indexed
+  std::vector<uint64_t> parent_serial_;  // [n_blocks] 0 = a first block
+  std::vector<std::string> salt_;        // [n_blocks] first blocks only
+  std::vector<int32_t> tokens_;          // [n_blocks][block_size]
+  uint64_t next_serial_ = 1;
+  std::optional<PrefixKey> forced_key_;
+  mutable std::vector<uint8_t> key_input_;  // scratch of key_of(): kept to avoid allocating
+};
+
+}  // namespace tally
