@@ -106,11 +106,19 @@ Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
     TALLY_ASSIGN_OR_RETURN(l.bk, b.vector(name(GgufTensor::kAttnKBias), c.kv_dim()));
     TALLY_ASSIGN_OR_RETURN(l.bv, b.vector(name(GgufTensor::kAttnVBias), c.kv_dim()));
   }
+  if (c.arch->qk_norm) {
+    TALLY_ASSIGN_OR_RETURN(l.q_norm, b.vector(name(GgufTensor::kAttnQNorm), c.head_dim));
+    TALLY_ASSIGN_OR_RETURN(l.k_norm, b.vector(name(GgufTensor::kAttnKNorm), c.head_dim));
+  }
   TALLY_ASSIGN_OR_RETURN(l.wo, b.matrix(name(GgufTensor::kAttnOut), c.q_dim(), c.n_embd));
   TALLY_ASSIGN_OR_RETURN(l.ffn_norm, b.vector(name(GgufTensor::kFfnNorm), c.n_embd));
   TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(GgufTensor::kFfnGate), c.n_embd, c.n_ff));
   TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name(GgufTensor::kFfnUp), c.n_embd, c.n_ff));
   TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name(GgufTensor::kFfnDown), c.n_ff, c.n_embd));
+  if (c.arch->post_norms) {
+    TALLY_ASSIGN_OR_RETURN(l.attn_post_norm, b.vector(name(GgufTensor::kAttnPostNorm), c.n_embd));
+    TALLY_ASSIGN_OR_RETURN(l.ffn_post_norm, b.vector(name(GgufTensor::kFfnPostNorm), c.n_embd));
+  }
   return l;
 }
 

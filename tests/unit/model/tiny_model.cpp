@@ -78,11 +78,17 @@ std::vector<uint8_t> make_tiny_gguf(const TinySpec& s) {
       b.tensor(p + "attn_k.bias", s.vector_type, {kv_dim}, 0.0f, 0.2f);
       b.tensor(p + "attn_v.bias", s.vector_type, {kv_dim}, 0.0f, 0.2f);
     }
+    if (s.qk_norm) {
+      b.tensor(p + "attn_q_norm.weight", s.vector_type, {s.head_dim}, 1.0f, 0.3f);
+      b.tensor(p + "attn_k_norm.weight", s.vector_type, {s.head_dim}, 1.0f, 0.3f);
+    }
     b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    if (s.post_norms) b.tensor(p + "post_attention_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.3f);
     b.tensor(p + "ffn_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.1f);
     b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
     b.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
     b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+    if (s.post_norms) b.tensor(p + "post_ffw_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.3f);
   }
   return b.writer().to_bytes();
 }

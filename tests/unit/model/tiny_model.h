@@ -27,6 +27,8 @@ struct TinySpec {
   float eps = 1e-5f;
   bool biases = false;      // blk.N.attn_{q,k,v}.bias
   bool tied = false;        // no output.weight
+  bool qk_norm = false;     // blk.N.attn_{q,k}_norm.weight [head_dim]
+  bool post_norms = false;  // blk.N.post_attention_norm / post_ffw_norm.weight [n_embd]
   tally::DType vector_type = tally::DType::kF32;  // of norms and biases
   uint32_t seed = 1;
   std::set<std::string> skip_keys;     // metadata keys (without the arch prefix) left out
