@@ -33,6 +33,7 @@ enum class GgufTensor : uint8_t {
   kFfnUp,       // ffn_up.weight
   kFfnDown,     // ffn_down.weight
   kFfnPostNorm,   // post_ffw_norm.weight (gemma2/3: norm of the ffn output)
+  kAttnQkv,       // attn_qkv.weight (phi3: q, k and v rows in one matrix)
 };
 
 // Whether `t` is one of the per-block tensors.

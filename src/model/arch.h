@@ -23,6 +23,9 @@ struct ArchTraits {
   bool qk_norm;                   // blk.N.attn_{q,k}_norm.weight [head_dim]: each head of q and
                                   // k RMS-normed before rope (qwen3, gemma3)
   FfnActivation ffn_act = FfnActivation::kSilu;
+  // phi3: blk.N.ffn_up.weight holds the gate rows then the up rows ([n_embd, 2 * n_ff], no
+  // ffn_gate), and blk.N.attn_qkv.weight, when present, the q, k and v rows.
+  bool fused_projections = false;
   bool embd_scale = false;        // embeddings times sqrt(n_embd) (gemma)
   bool post_norms = false;        // blk.N.post_attention_norm / post_ffw_norm: each block's
                                   // output RMS-normed before its residual add (gemma2, gemma3)

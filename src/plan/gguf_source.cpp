@@ -31,7 +31,8 @@ TensorRole role_of(io::GgufTensor tensor) {
     case GgufTensor::kFfnGate: return TensorRole::kFfnGate;
     case GgufTensor::kFfnUp: return TensorRole::kFfnUp;
     case GgufTensor::kFfnDown: return TensorRole::kFfnDown;
-    case GgufTensor::kRopeFreqs: return TensorRole::kOther;
+    case GgufTensor::kRopeFreqs:
+    case GgufTensor::kAttnQkv: return TensorRole::kOther;  // phi3's fused q/k/v: not split yet
   }
   return TensorRole::kOther;
 }

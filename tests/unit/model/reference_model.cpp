@@ -47,6 +47,11 @@ std::vector<float> RefModel::tensor(const std::string& name) const {
   return out;
 }
 
+std::vector<float> RefModel::rows(const std::string& name, int first, int n_rows, int n_in) const {
+  const auto all = tensor(name);
+  return {all.begin() + static_cast<size_t>(first) * n_in, all.begin() + static_cast<size_t>(first + n_rows) * n_in};
+}
+
 std::vector<float> RefModel::matvec(const std::vector<float>& w, const std::vector<float>& x, int n_out) const {
   const size_t n = x.size();
   std::vector<float> out(n_out);
@@ -114,9 +119,10 @@ void RefModel::attention_block(int l, int pos, std::vector<float>& x) {
   const std::string p = "blk." + std::to_string(l) + ".";
   std::vector<float> xb, att;
   rmsnorm(xb, x, tensor(p + "attn_norm.weight"), s_.eps);
-  auto q = matvec(tensor(p + "attn_q.weight"), xb, q_dim);
-  auto k = matvec(tensor(p + "attn_k.weight"), xb, kv_dim);
-  auto v = matvec(tensor(p + "attn_v.weight"), xb, kv_dim);
+  const std::string qkv = p + "attn_qkv.weight";
+  auto q = matvec(s_.fused ? rows(qkv, 0, q_dim, dim) : tensor(p + "attn_q.weight"), xb, q_dim);
+  auto k = matvec(s_.fused ? rows(qkv, q_dim, kv_dim, dim) : tensor(p + "attn_k.weight"), xb, kv_dim);
+  auto v = matvec(s_.fused ? rows(qkv, q_dim + kv_dim, kv_dim, dim) : tensor(p + "attn_v.weight"), xb, kv_dim);
   if (s_.biases) {
     const auto bq = tensor(p + "attn_q.bias"), bk = tensor(p + "attn_k.bias"), bv = tensor(p + "attn_v.bias");
     for (int i = 0; i < q_dim; ++i) q[i] += bq[i];
@@ -142,8 +148,9 @@ void RefModel::ffn_block(int l, std::vector<float>& x) const {
   const std::string p = "blk." + std::to_string(l) + ".";
   std::vector<float> xb;
   rmsnorm(xb, x, tensor(p + "ffn_norm.weight"), s_.eps);
-  auto h1 = matvec(tensor(p + "ffn_gate.weight"), xb, s_.hidden);
-  const auto h3 = matvec(tensor(p + "ffn_up.weight"), xb, s_.hidden);
+  const std::string up = p + "ffn_up.weight";
+  auto h1 = matvec(s_.fused ? rows(up, 0, s_.hidden, s_.dim) : tensor(p + "ffn_gate.weight"), xb, s_.hidden);
+  const auto h3 = matvec(s_.fused ? rows(up, s_.hidden, s_.hidden, s_.dim) : tensor(up), xb, s_.hidden);
   for (int i = 0; i < s_.hidden; ++i) {
     const double g = h1[i];
     const double act = s_.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))

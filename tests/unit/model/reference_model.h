@@ -18,6 +18,7 @@ struct RefSpec {
   bool biases = false;  // q, k, v biases
   bool tied = false;    // logits from token_embd.weight
   bool qk_norm = false;  // per-head RMSNorm of q and k before rope (qwen3, gemma3)
+  bool fused = false;    // phi3: q/k/v rows in attn_qkv, gate/up rows in ffn_up
   // Gemma:
   bool embd_scale = false;   // embedding times sqrt(dim)
   bool gelu = false;         // gelu_tanh(gate) * up instead of silu(gate) * up
@@ -39,6 +40,8 @@ class RefModel {
 
  private:
   std::vector<float> tensor(const std::string& name) const;
+  // Rows [first, first + n_rows) of a matrix of n_in columns.
+  std::vector<float> rows(const std::string& name, int first, int n_rows, int n_in) const;
   std::vector<float> matvec(const std::vector<float>& w, const std::vector<float>& x, int n_out) const;
   void rope(float* vec, int n_heads, int pos, bool local) const;
   bool local_layer(int layer) const;
