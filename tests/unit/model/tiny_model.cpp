@@ -36,7 +36,7 @@ class Builder {
     EXPECT_TRUE(st.ok()) << st.to_string();
   }
   void matrix(const std::string& name, int64_t n_in, int64_t n_out) {
-    tensor(name, DType::kF32, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
+    tensor(name, s_.matrix_type, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
   }
   tally::io::GgufWriter& writer() { return w_; }
 
