@@ -73,11 +73,19 @@ class Backend {
   // Stores one step's K and V rows of one layer at their slots, in the pool's storage type,
   // in token order (two tokens naming one slot, a caller's bug, leave the later one's rows).
   virtual void kv_write(const KvWriteArgs& args) const = 0;
-  // Causal attention of a ragged batch over the paged KV pool of one layer.
+  // Causal attention of a ragged batch over the paged KV pool of one layer (optionally over a
+  // sliding window, with a score scale and tanh soft-capping: AttentionArgs).
   virtual void attention(const AttentionArgs& args, ThreadPool& pool) const = 0;
   // gate = silu(gate) * up. gate, up: [n_rows][n].
   virtual void silu_mul(float* gate, const float* up, int64_t n_rows, int64_t n,
                         ThreadPool& pool) const = 0;
+  // gate = gelu_tanh(gate) * up (GeGLU). gate, up: [n_rows][n].
+  virtual void gelu_mul(float* gate, const float* up, int64_t n_rows, int64_t n,
+                        ThreadPool& pool) const = 0;
+  // x = cap * tanh(x / cap) over n elements (Gemma 2's final logit soft-capping), cap > 0.
+  virtual void softcap(float* x, float cap, int64_t n, ThreadPool& pool) const = 0;
+  // x *= s over n elements (Gemma's embedding scale).
+  virtual void scale(float* x, float s, int64_t n, ThreadPool& pool) const = 0;
   // x += y over n elements.
   virtual void add(float* x, const float* y, int64_t n, ThreadPool& pool) const = 0;
   // x[r] += bias for every row: x [n_rows][n], bias [n].

@@ -70,6 +70,12 @@ struct AttentionArgs {
   const int32_t* seq_index = nullptr;         // [n_tokens]
   const BlockTableView* block_tables = nullptr;  // [n_seqs], long enough for every position
   PagedKvLayer kv;
+  // A token at position p sees positions max(0, p - window + 1)..p; 0: all of 0..p.
+  int64_t window = 0;
+  // Scores are q.k / score_divisor (Gemma: sqrt(query_pre_attn_scalar)); 0: sqrt(head_dim).
+  float score_divisor = 0.0f;
+  // Scores become softcap * tanh(score / softcap) before the softmax (Gemma 2); 0: none.
+  float softcap = 0.0f;
 };
 
 // One step's K and V rows stored into one layer of the KV pool, each at its token's slot.

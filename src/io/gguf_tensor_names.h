@@ -24,11 +24,16 @@ enum class GgufTensor : uint8_t {
   kAttnQBias,   // attn_q.bias
   kAttnKBias,   // attn_k.bias
   kAttnVBias,   // attn_v.bias
+  kAttnQNorm,   // attn_q_norm.weight (qwen3: per-head RMSNorm of q, [head_dim])
+  kAttnKNorm,   // attn_k_norm.weight
   kAttnOut,     // attn_output.weight
+  kAttnPostNorm,  // post_attention_norm.weight (gemma2/3: norm of the attention output)
   kFfnNorm,     // ffn_norm.weight
   kFfnGate,     // ffn_gate.weight
   kFfnUp,       // ffn_up.weight
   kFfnDown,     // ffn_down.weight
+  kFfnPostNorm,   // post_ffw_norm.weight (gemma2/3: norm of the ffn output)
+  kAttnQkv,       // attn_qkv.weight (phi3: q, k and v rows in one matrix)
 };
 
 // Whether `t` is one of the per-block tensors.

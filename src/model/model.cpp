@@ -25,6 +25,13 @@ Model::Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights, const 
       gguf_(std::move(gguf)),
       config_(std::move(config)),
       weights_(std::move(weights)),
-      rope_freqs_(rope_frequencies(config_, weights_.rope_freqs)) {}
+      rope_freqs_(rope_frequencies(config_, weights_.rope_freqs)) {
+  if (config_.arch->swa_rope_base > 0.0f) {  // gemma3's local layers: their own base, unscaled
+    ModelConfig local = config_;
+    local.rope_freq_base = config_.arch->swa_rope_base;
+    local.rope_scaling = RopeScaling{};
+    local_rope_freqs_ = rope_frequencies(local, {});
+  }
+}
 
 }  // namespace tally

@@ -2,9 +2,11 @@
 // open) and the forward pass over a ragged batch.
 //
 // forward() is a fixed sequence of backend ops per layer (docs/model.md):
-//   embed -> [rmsnorm -> q,k,v matmuls (+bias) -> rope -> write K,V -> paged attention ->
-//   wo matmul -> residual add -> rmsnorm -> gate, up matmuls -> silu(gate)*up -> down matmul ->
-//   residual add] x L -> final rmsnorm (logit rows only) -> output matmul (logit rows only)
+//   embed (x sqrt(n_embd)) -> [rmsnorm -> q,k,v matmuls (+bias) (-> per-head q,k rmsnorm) ->
+//   rope -> write K,V -> paged attention (sliding window, soft-cap) -> wo matmul (-> rmsnorm) ->
+//   residual add -> rmsnorm -> gate, up matmuls -> silu(gate)*up or gelu(gate)*up -> down
+//   matmul (-> rmsnorm) -> residual add] x L -> final rmsnorm (logit rows only) -> output
+//   matmul (logit rows only) (-> soft-cap)
 // Architectures differ only by the flags of their ArchTraits row.
 //
 // Each op is a call of the model's Backend (backend/backend.h), chosen at load.
@@ -46,6 +48,9 @@ class Model {
   const Backend& backend() const { return *backend_; }
   // [rope_dim/2] radians per position of each rotated pair, scaling included.
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
+  // The same for the sliding-window layers of an arch with a rope base of their own (gemma3);
+  // empty when they use rope_freqs().
+  const std::vector<float>& local_rope_freqs() const { return local_rope_freqs_; }
 
   // Runs the batch: writes K/V of its tokens into `kv` at their slots and writes
   // logits [batch.logit_rows.size()][n_vocab]. A batch that does not fit the model, the cache
@@ -61,6 +66,7 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<float> rope_freqs_;
+  std::vector<float> local_rope_freqs_;
 };
 
 }  // namespace tally

@@ -67,6 +67,30 @@ Status read_rope_scaling(const KeyReader& r, ModelConfig& c) {
   return Status::ok_status();
 }
 
+// The gemma keys: window, soft-caps and the query scale (ArchTraits' defaults).
+Status read_gemma_keys(const KeyReader& r, ModelConfig& c) {
+  const ArchTraits& a = *c.arch;
+  if (a.swa_period > 0) {
+    if (a.default_window > 0) {
+      TALLY_ASSIGN_OR_RETURN(c.sliding_window, r.dim_or("attention.sliding_window", a.default_window));
+    } else {
+      TALLY_ASSIGN_OR_RETURN(c.sliding_window, r.dim("attention.sliding_window"));
+    }
+  }
+  if (a.default_attn_softcap > 0.0f) {
+    TALLY_ASSIGN_OR_RETURN(c.attn_softcap, r.positive_float_or("attn_logit_softcapping", a.default_attn_softcap));
+  }
+  if (a.default_final_softcap > 0.0f || r.gguf.find(r.key("final_logit_softcapping"))) {
+    TALLY_ASSIGN_OR_RETURN(c.final_softcap,
+                           r.positive_float_or("final_logit_softcapping", a.default_final_softcap));
+  }
+  if (a.wide_query_scale_layers > 0) {
+    const bool wide = c.n_layers == a.wide_query_scale_layers;
+    c.attn_score_divisor = std::sqrt(static_cast<float>(wide ? c.n_embd / c.n_heads : c.head_dim));
+  }
+  return Status::ok_status();
+}
+
 Status check_consistency(const ModelConfig& c) {
   if (c.n_heads % c.n_kv_heads != 0)
     return make_error(ErrorCode::kFormat, "model: head_count {} is not a multiple of head_count_kv {}",
@@ -102,6 +126,7 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
     return make_error(ErrorCode::kNotFound, "model: key '{}' not found", r.key("attention.layer_norm_rms_epsilon"));
   TALLY_ASSIGN_OR_RETURN(c.norm_eps, r.positive_float_or("attention.layer_norm_rms_epsilon", 0.0));
   TALLY_RETURN_IF_ERROR(read_rope_scaling(r, c));
+  TALLY_RETURN_IF_ERROR(read_gemma_keys(r, c));
   TALLY_RETURN_IF_ERROR(check_consistency(c));
 
   using io::GgufTensor;

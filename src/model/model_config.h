@@ -37,9 +37,19 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   bool has_rope_freqs = false;  // rope_freqs.weight: per-pair frequency divisors (Llama 3.1)
   bool tied_output = false;     // no output.weight: logits use token_embd.weight
+  // Gemma (0 / 0.0 where the arch has none; see ArchTraits):
+  int64_t sliding_window = 0;        // <arch>.attention.sliding_window, for the local layers
+  float attn_softcap = 0.0f;         // <arch>.attn_logit_softcapping
+  float final_softcap = 0.0f;        // <arch>.final_logit_softcapping
+  float attn_score_divisor = 0.0f;   // sqrt(query_pre_attn_scalar); 0: sqrt(head_dim)
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  // Whether layer l attends over the sliding window only.
+  bool is_local_layer(int64_t l) const {
+    const int64_t period = arch->swa_period;
+    return period > 0 && sliding_window > 0 && l % period != period - 1;
+  }
 };
 
 // Reads and checks the config. Missing required keys or tensors, or values that do not fit

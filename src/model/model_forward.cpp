@@ -1,5 +1,8 @@
 // Model::forward: the per-layer op sequence of model.h over the ragged batch, one backend call
 // per op.
+#include <cmath>
+#include <span>
+
 #include "backend/backend.h"
 #include "model/model.h"
 
@@ -11,8 +14,8 @@ namespace {
 class ForwardStep {
  public:
   ForwardStep(const Model& m, const Batch& b, KvStorage& kv, ForwardScratch& s, ThreadPool& pool)
-      : be_(m.backend()), c_(m.config()), w_(m.weights()), freqs_(m.rope_freqs()), b_(b), kv_(kv), s_(s),
-        pool_(pool), n_(b.n_tokens()) {}
+      : be_(m.backend()), c_(m.config()), w_(m.weights()), freqs_(m.rope_freqs()),
+        local_freqs_(m.local_rope_freqs()), b_(b), kv_(kv), s_(s), pool_(pool), n_(b.n_tokens()) {}
 
   void run(float* logits) {
     prepare();
@@ -27,6 +30,7 @@ class ForwardStep {
  private:
   // KV slots of the tokens, block tables of the sequences, rope angles of the positions.
   void prepare() {
+    table_is_local_ = false;
     const int64_t bs = kv_.shape().block_size;
     for (size_t i = 0; i < b_.seqs.size(); ++i)
       s_.tables[i] = {b_.seqs[i].block_table.data(), static_cast<int64_t>(b_.seqs[i].block_table.size())};
@@ -38,7 +42,26 @@ class ForwardStep {
                    s_.rope_sin);
   }
 
-  void embed() { be_.get_rows(w_.token_embd, b_.tokens.data(), n_, s_.x, pool_); }
+  void embed() {
+    be_.get_rows(w_.token_embd, b_.tokens.data(), n_, s_.x, pool_);
+    if (c_.arch->embd_scale) be_.scale(s_.x, std::sqrt(static_cast<float>(c_.n_embd)), n_ * c_.n_embd, pool_);
+  }
+
+  // The rope tables of layer l's kind. With a local base of its own (gemma3) the one pair of
+  // tables is rebuilt when the kind changes (twice per six layers), which costs less than a
+  // second pair of per-token buffers in every step's scratch.
+  void select_rope_table(bool local) {
+    if (local_freqs_.empty() || local == table_is_local_) return;
+    const std::vector<float>& f = local ? local_freqs_ : freqs_;
+    be_.rope_table(b_.positions.data(), n_, f.data(), c_.rope_dim, c_.arch->rope_layout, s_.rope_cos, s_.rope_sin);
+    table_is_local_ = local;
+  }
+
+  // The residual add of a block's output in xn, through its post norm where the arch has one.
+  void add_block_output(std::span<const float> post_norm) {
+    if (!post_norm.empty()) be_.rmsnorm(s_.xn, post_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
+    be_.add(s_.x, s_.xn, n_ * c_.n_embd, pool_);
+  }
 
   void attention_block(int64_t l) {
     const LayerWeights& lw = w_.layers[l];
@@ -50,6 +73,12 @@ class ForwardStep {
       be_.add_bias(s_.k, lw.bk.data(), n_, c_.kv_dim(), pool_);
       be_.add_bias(s_.v, lw.bv.data(), n_, c_.kv_dim(), pool_);
     }
+    if (c_.arch->qk_norm) {  // every head is a row of head_dim values
+      be_.rmsnorm(s_.q, lw.q_norm.data(), s_.q, n_ * c_.n_heads, c_.head_dim, c_.norm_eps, pool_);
+      be_.rmsnorm(s_.k, lw.k_norm.data(), s_.k, n_ * c_.n_kv_heads, c_.head_dim, c_.norm_eps, pool_);
+    }
+    const bool local = c_.is_local_layer(l);
+    select_rope_table(local);
     const RopeLayout layout = c_.arch->rope_layout;
     be_.rope({c_.n_heads, c_.head_dim, c_.rope_dim, layout}, s_.rope_cos, s_.rope_sin, n_, s_.q, pool_);
     be_.rope({c_.n_kv_heads, c_.head_dim, c_.rope_dim, layout}, s_.rope_cos, s_.rope_sin, n_, s_.k, pool_);
@@ -66,10 +95,13 @@ class ForwardStep {
     a.seq_index = b_.seq_index.data();
     a.block_tables = s_.tables;
     a.kv = kv_.layer_view(l);
+    a.window = local ? c_.sliding_window : 0;
+    a.score_divisor = c_.attn_score_divisor;
+    a.softcap = c_.attn_softcap;
     be_.attention(a, pool_);
 
     be_.matmul(lw.wo, s_.att, n_, s_.xn, pool_);
-    be_.add(s_.x, s_.xn, n_ * c_.n_embd, pool_);
+    add_block_output(lw.attn_post_norm);
   }
 
   // Rows are converted to the cache's type as they are stored.
@@ -91,9 +123,12 @@ class ForwardStep {
     be_.rmsnorm(s_.x, lw.ffn_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
     const MatmulOutput gate_up[] = {{&lw.w_gate, s_.gate}, {&lw.w_up, s_.up}};
     be_.matmul_shared_input(gate_up, s_.xn, n_, pool_);
-    be_.silu_mul(s_.gate, s_.up, n_, c_.n_ff, pool_);
+    if (c_.arch->ffn_act == FfnActivation::kGeluTanh)
+      be_.gelu_mul(s_.gate, s_.up, n_, c_.n_ff, pool_);
+    else
+      be_.silu_mul(s_.gate, s_.up, n_, c_.n_ff, pool_);
     be_.matmul(lw.w_down, s_.gate, n_, s_.xn, pool_);
-    be_.add(s_.x, s_.xn, n_ * c_.n_embd, pool_);
+    add_block_output(lw.ffn_post_norm);
   }
 
   // Final norm and output matrix for the requested rows only, gathered into xn.
@@ -105,17 +140,20 @@ class ForwardStep {
     be_.get_rows(x_rows, b_.logit_rows.data(), n_rows, s_.xn, pool_);
     be_.rmsnorm(s_.xn, w_.output_norm.data(), s_.xn, n_rows, c_.n_embd, c_.norm_eps, pool_);
     be_.matmul(w_.output, s_.xn, n_rows, logits, pool_);
+    if (c_.final_softcap > 0.0f) be_.softcap(logits, c_.final_softcap, n_rows * c_.n_vocab, pool_);
   }
 
   const Backend& be_;
   const ModelConfig& c_;
   const ModelWeights& w_;
   const std::vector<float>& freqs_;
+  const std::vector<float>& local_freqs_;
   const Batch& b_;
   KvStorage& kv_;
   ForwardScratch& s_;
   ThreadPool& pool_;
   const int64_t n_;
+  bool table_is_local_ = false;  // whose frequencies the rope tables hold
 };
 
 }  // namespace

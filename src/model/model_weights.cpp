@@ -41,8 +41,20 @@ class Binder {
     return t;
   }
 
+  bool has(const std::string& name) const { return gguf_.find_tensor(name) != nullptr; }
+
   // repack: types the backend prepares go to its layout (matrices only matmul reads).
   Result<WeightMatrix> matrix(const std::string& name, int64_t n_in, int64_t n_out, bool repack = true) {
+    TALLY_ASSIGN_OR_RETURN(std::vector<WeightMatrix> parts, matrix_parts(name, n_in, {n_out}, repack));
+    return parts[0];
+  }
+
+  // Consecutive row blocks of one tensor ([n_in, sum of rows]) as matrices of their own (phi3's
+  // fused q/k/v and gate/up), each prepared on its own when the backend repacks the type.
+  Result<std::vector<WeightMatrix>> matrix_parts(const std::string& name, int64_t n_in,
+                                                 std::initializer_list<int64_t> rows, bool repack = true) {
+    int64_t n_out = 0;
+    for (int64_t r : rows) n_out += r;
     TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in, n_out}));
     if (!dtype_info(t->type).computable || !dtype_has_row_conversion(t->type))
       return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, which tally cannot compute with",
@@ -51,18 +63,26 @@ class Binder {
     if (!row_bytes || static_cast<uint64_t>(*row_bytes) * n_out > t->n_bytes)
       return make_error(ErrorCode::kFormat, "model: tensor '{}' ({}, [{}, {}]) does not fit its {} bytes", name,
                         dtype_name(t->type), n_in, n_out, t->n_bytes);
-    const WeightMatrix view{t->type, n_in, n_out, t->data, *row_bytes};
+    std::vector<WeightMatrix> views;
+    int64_t first_row = 0;
+    for (int64_t r : rows) {
+      views.push_back(WeightMatrix{t->type, n_in, r, t->data + first_row * *row_bytes, *row_bytes});
+      first_row += r;
+    }
     if (!repack || !backend_.can_prepare(t->type)) {
       w_.mapped_bytes += *row_bytes * n_out;
       fault_in(t->data, static_cast<size_t>(*row_bytes * n_out));
-      return view;
+      return views;
     }
-    const PreparedWeights& r = *w_.repacked.emplace_back(backend_.prepare_weights(view));
-    w_.owned_bytes += r.bytes();
-    w_.repacked_bytes += r.bytes();
-    // The copy holds every byte of the source: its mapped pages would be resident twice.
+    for (WeightMatrix& v : views) {
+      const PreparedWeights& r = *w_.repacked.emplace_back(backend_.prepare_weights(v));
+      w_.owned_bytes += r.bytes();
+      w_.repacked_bytes += r.bytes();
+      v = r.view();
+    }
+    // The copies hold every byte of the source: its mapped pages would be resident twice.
     w_.released_bytes += static_cast<int64_t>(gguf_.release_tensor_pages(*t));
-    return r.view();
+    return views;
   }
 
   // An f32 vector of n values: a view when stored as aligned f32, else converted.
@@ -98,19 +118,41 @@ Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
   const auto name = [i](GgufTensor t) { return io::gguf_tensor_name(t, i); };
   LayerWeights l;
   TALLY_ASSIGN_OR_RETURN(l.attn_norm, b.vector(name(GgufTensor::kAttnNorm), c.n_embd));
-  TALLY_ASSIGN_OR_RETURN(l.wq, b.matrix(name(GgufTensor::kAttnQ), c.n_embd, c.q_dim()));
-  TALLY_ASSIGN_OR_RETURN(l.wk, b.matrix(name(GgufTensor::kAttnK), c.n_embd, c.kv_dim()));
-  TALLY_ASSIGN_OR_RETURN(l.wv, b.matrix(name(GgufTensor::kAttnV), c.n_embd, c.kv_dim()));
+  if (c.arch->fused_projections && b.has(name(GgufTensor::kAttnQkv))) {
+    TALLY_ASSIGN_OR_RETURN(auto qkv, b.matrix_parts(name(GgufTensor::kAttnQkv), c.n_embd,
+                                                    {c.q_dim(), c.kv_dim(), c.kv_dim()}));
+    l.wq = qkv[0];
+    l.wk = qkv[1];
+    l.wv = qkv[2];
+  } else {
+    TALLY_ASSIGN_OR_RETURN(l.wq, b.matrix(name(GgufTensor::kAttnQ), c.n_embd, c.q_dim()));
+    TALLY_ASSIGN_OR_RETURN(l.wk, b.matrix(name(GgufTensor::kAttnK), c.n_embd, c.kv_dim()));
+    TALLY_ASSIGN_OR_RETURN(l.wv, b.matrix(name(GgufTensor::kAttnV), c.n_embd, c.kv_dim()));
+  }
   if (c.arch->qkv_bias) {
     TALLY_ASSIGN_OR_RETURN(l.bq, b.vector(name(GgufTensor::kAttnQBias), c.q_dim()));
     TALLY_ASSIGN_OR_RETURN(l.bk, b.vector(name(GgufTensor::kAttnKBias), c.kv_dim()));
     TALLY_ASSIGN_OR_RETURN(l.bv, b.vector(name(GgufTensor::kAttnVBias), c.kv_dim()));
   }
+  if (c.arch->qk_norm) {
+    TALLY_ASSIGN_OR_RETURN(l.q_norm, b.vector(name(GgufTensor::kAttnQNorm), c.head_dim));
+    TALLY_ASSIGN_OR_RETURN(l.k_norm, b.vector(name(GgufTensor::kAttnKNorm), c.head_dim));
+  }
   TALLY_ASSIGN_OR_RETURN(l.wo, b.matrix(name(GgufTensor::kAttnOut), c.q_dim(), c.n_embd));
   TALLY_ASSIGN_OR_RETURN(l.ffn_norm, b.vector(name(GgufTensor::kFfnNorm), c.n_embd));
-  TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(GgufTensor::kFfnGate), c.n_embd, c.n_ff));
-  TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name(GgufTensor::kFfnUp), c.n_embd, c.n_ff));
+  if (c.arch->fused_projections) {
+    TALLY_ASSIGN_OR_RETURN(auto gate_up, b.matrix_parts(name(GgufTensor::kFfnUp), c.n_embd, {c.n_ff, c.n_ff}));
+    l.w_gate = gate_up[0];
+    l.w_up = gate_up[1];
+  } else {
+    TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(GgufTensor::kFfnGate), c.n_embd, c.n_ff));
+    TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name(GgufTensor::kFfnUp), c.n_embd, c.n_ff));
+  }
   TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name(GgufTensor::kFfnDown), c.n_ff, c.n_embd));
+  if (c.arch->post_norms) {
+    TALLY_ASSIGN_OR_RETURN(l.attn_post_norm, b.vector(name(GgufTensor::kAttnPostNorm), c.n_embd));
+    TALLY_ASSIGN_OR_RETURN(l.ffn_post_norm, b.vector(name(GgufTensor::kFfnPostNorm), c.n_embd));
+  }
   return l;
 }
 

@@ -30,11 +30,15 @@ struct LayerWeights {
   std::span<const float> bq;         // [q_dim]; empty unless the arch has qkv biases
   std::span<const float> bk;         // [kv_dim]
   std::span<const float> bv;         // [kv_dim]
+  std::span<const float> q_norm;     // [head_dim]; empty unless the arch norms q and k per head
+  std::span<const float> k_norm;     // [head_dim]
   WeightMatrix wo;                   // [n_embd][q_dim]
+  std::span<const float> attn_post_norm;  // [n_embd]; empty unless the arch has post norms
   std::span<const float> ffn_norm;   // [n_embd]
   WeightMatrix w_gate;               // [n_ff][n_embd]
   WeightMatrix w_up;                 // [n_ff][n_embd]
   WeightMatrix w_down;               // [n_embd][n_ff]
+  std::span<const float> ffn_post_norm;  // [n_embd]; empty unless the arch has post norms
 };
 
 struct ModelWeights {

@@ -16,7 +16,11 @@ TensorRole role_of(io::GgufTensor tensor) {
     case GgufTensor::kOutput: return TensorRole::kOutput;
     case GgufTensor::kOutputNorm:
     case GgufTensor::kAttnNorm:
-    case GgufTensor::kFfnNorm: return TensorRole::kNorm;
+    case GgufTensor::kFfnNorm:
+    case GgufTensor::kAttnQNorm:
+    case GgufTensor::kAttnKNorm:
+    case GgufTensor::kAttnPostNorm:
+    case GgufTensor::kFfnPostNorm: return TensorRole::kNorm;
     case GgufTensor::kAttnQ: return TensorRole::kAttnQ;
     case GgufTensor::kAttnK: return TensorRole::kAttnK;
     case GgufTensor::kAttnV: return TensorRole::kAttnV;
@@ -27,9 +31,15 @@ TensorRole role_of(io::GgufTensor tensor) {
     case GgufTensor::kFfnGate: return TensorRole::kFfnGate;
     case GgufTensor::kFfnUp: return TensorRole::kFfnUp;
     case GgufTensor::kFfnDown: return TensorRole::kFfnDown;
-    case GgufTensor::kRopeFreqs: return TensorRole::kOther;
+    case GgufTensor::kRopeFreqs:
+    case GgufTensor::kAttnQkv: return TensorRole::kOther;  // phi3's fused q/k/v: not split yet
   }
   return TensorRole::kOther;
+}
+
+bool gguf_name_is_tensor(std::string_view name, io::GgufTensor tensor) {
+  const std::optional<io::GgufTensorId> id = io::gguf_tensor_parse(name);
+  return id && id->tensor == tensor;
 }
 
 // Role (and block) of a tensor from its GGUF name; names outside llama.cpp's table stay kOther.
@@ -81,6 +91,8 @@ Result<PlanModel> plan_model_from_gguf(const io::GgufFile& f) {
     t.file_type = info.type;
     t.file_bytes = static_cast<int64_t>(info.n_bytes);
     if (t.role == TensorRole::kBiasQ) m.qkv_bias = true;
+    if (gguf_name_is_tensor(t.name, io::GgufTensor::kAttnQNorm)) m.qk_norm = true;
+    if (gguf_name_is_tensor(t.name, io::GgufTensor::kAttnPostNorm)) m.post_norms = true;
     m.tensors.push_back(std::move(t));
   }
   if (m.tensors.empty())

@@ -104,7 +104,7 @@ std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& m) {
   const int64_t q_dim = m.n_heads * m.head_dim;
   const int64_t kv_dim = m.n_kv_heads * m.head_dim;
   std::vector<PlanTensor> out;
-  out.reserve(static_cast<size_t>(m.n_layers) * 12 + 3);
+  out.reserve(static_cast<size_t>(m.n_layers) * 16 + 3);
   add(out, io::gguf_tensor_name(GgufTensor::kTokenEmbd), TensorRole::kTokenEmbd, -1, m.n_embd, m.n_vocab);
   for (int i = 0; i < static_cast<int>(m.n_layers); ++i) {
     auto blk = [i](io::GgufTensor t) { return io::gguf_tensor_name(t, i); };
@@ -117,11 +117,17 @@ std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& m) {
       add(out, blk(GgufTensor::kAttnKBias), TensorRole::kBiasK, i, kv_dim, 1);
       add(out, blk(GgufTensor::kAttnVBias), TensorRole::kBiasV, i, kv_dim, 1);
     }
+    if (m.qk_norm) {
+      add(out, blk(GgufTensor::kAttnQNorm), TensorRole::kNorm, i, m.head_dim, 1);
+      add(out, blk(GgufTensor::kAttnKNorm), TensorRole::kNorm, i, m.head_dim, 1);
+    }
     add(out, blk(GgufTensor::kAttnOut), TensorRole::kAttnOut, i, q_dim, m.n_embd);
+    if (m.post_norms) add(out, blk(GgufTensor::kAttnPostNorm), TensorRole::kNorm, i, m.n_embd, 1);
     add(out, blk(GgufTensor::kFfnNorm), TensorRole::kNorm, i, m.n_embd, 1);
     add(out, blk(GgufTensor::kFfnGate), TensorRole::kFfnGate, i, m.n_embd, m.n_ff);
     add(out, blk(GgufTensor::kFfnUp), TensorRole::kFfnUp, i, m.n_embd, m.n_ff);
     add(out, blk(GgufTensor::kFfnDown), TensorRole::kFfnDown, i, m.n_ff, m.n_embd);
+    if (m.post_norms) add(out, blk(GgufTensor::kFfnPostNorm), TensorRole::kNorm, i, m.n_embd, 1);
   }
   add(out, io::gguf_tensor_name(GgufTensor::kOutputNorm), TensorRole::kNorm, -1, m.n_embd, 1);
   if (!m.tied_embeddings)

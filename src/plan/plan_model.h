@@ -18,7 +18,7 @@ namespace tally::plan {
 enum class TensorRole {
   kTokenEmbd,  // [n_vocab][n_embd]
   kOutput,     // [n_vocab][n_embd] (absent when tied to the embedding)
-  kNorm,       // [n_embd] (attention, ffn and final norms)
+  kNorm,       // [n_embd] (attention, ffn and final norms); [head_dim] for q/k norms
   kAttnQ,      // [n_heads * head_dim][n_embd]
   kAttnK,      // [n_kv_heads * head_dim][n_embd]
   kAttnV,      // [n_kv_heads * head_dim][n_embd]
@@ -63,6 +63,8 @@ struct PlanModel {
   int64_t context_length = 0;  // the trained context
   bool tied_embeddings = false;
   bool qkv_bias = false;                // Qwen2-style biases on q, k, v
+  bool qk_norm = false;                 // Qwen3-style per-head RMSNorm weights of q and k
+  bool post_norms = false;              // Gemma-style norms of the attention and ffn outputs
   std::optional<DType> native_type;     // torch_dtype of a config.json, when given
   std::vector<PlanTensor> tensors;      // every weight
 
@@ -76,8 +78,8 @@ struct PlanModel {
 // Checks the hyper-parameters (all positive, heads divisible by kv heads).
 Status plan_model_validate(const PlanModel& model);
 
-// The tensors of a llama-style decoder (llama, mistral, qwen2) from the hyper-parameters:
-// per block attn_norm, q, k, v, (q/k/v biases), o, ffn_norm, gate, up, down; plus
+// The tensors of a llama-style decoder (llama, mistral, qwen2, qwen3) from the hyper-parameters:
+// per block attn_norm, q, k, v, (q/k/v biases), (q/k norms), o, (post-attention norm), ffn_norm, gate, up, down; plus
 // token_embd, output_norm and output (unless tied).
 std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& model);
 

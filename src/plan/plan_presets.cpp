@@ -18,6 +18,8 @@ struct Preset {
   bool tied;
   bool qkv_bias;
   DType native;
+  bool qk_norm = false;
+  bool post_norms = false;
 };
 
 // From each model's published config (HF config.json unless noted): num_hidden_layers,
@@ -28,6 +30,11 @@ struct Preset {
 //   without YaRN); the base repo's config says 131072.
 // - mistral-7b: Mistral-7B-v0.1 (vocab 32000, 32768 positions, sliding window 4096 ignored:
 //   tally keeps the whole context).
+// - qwen3-8b: Qwen/Qwen3-8B (head_dim 128 given explicitly, q/k norms, no biases; 40960
+//   positions without YaRN).
+// - gemma-3-4b: google/gemma-3-4b-it's text_config (the language model only; head_dim 256,
+//   q/k norms and post norms, tied; 1024-token sliding window on 5 of 6 layers, whose KV
+//   blocks tally still keeps for the whole context).
 // - stories110M: llama2.c's TinyStories model (dim 768, 12 layers, 12 heads, hidden_dim
 //   2048, seq_len 1024, classifier shared with the embedding, fp32 checkpoint).
 constexpr std::array kPresets = {
@@ -49,6 +56,10 @@ constexpr std::array kPresets = {
            DType::kBF16},
     Preset{"qwen2.5-7b", "qwen2", 28, 3584, 28, 4, 128, 18944, 152064, 32768, false, true,
            DType::kBF16},
+    Preset{"qwen3-8b", "qwen3", 36, 4096, 32, 8, 128, 12288, 151936, 40960, false, false,
+           DType::kBF16, /*qk_norm=*/true},
+    Preset{"gemma-3-4b", "gemma3", 34, 2560, 8, 4, 256, 10240, 262208, 131072, true, false,
+           DType::kBF16, /*qk_norm=*/true, /*post_norms=*/true},
     Preset{"stories110M", "llama", 12, 768, 12, 12, 64, 2048, 32000, 1024, true, false,
            DType::kF32},
     Preset{"mistral-7b", "llama", 32, 4096, 32, 8, 128, 14336, 32000, 32768, false, false,
@@ -80,6 +91,8 @@ Result<PlanModel> plan_preset(std::string_view name) {
     m.context_length = p.context_length;
     m.tied_embeddings = p.tied;
     m.qkv_bias = p.qkv_bias;
+    m.qk_norm = p.qk_norm;
+    m.post_norms = p.post_norms;
     m.native_type = p.native;
     return plan_model_finish(std::move(m));
   }

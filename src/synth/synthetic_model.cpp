@@ -47,6 +47,11 @@ void set_model_metadata(const SyntheticModelSpec& spec, const quant::QuantScheme
     w.set_u32(key("attention.key_length"), u32(m.head_dim));
     w.set_u32(key("attention.value_length"), u32(m.head_dim));
   }
+  if (spec.sliding_window > 0) w.set_u32(key("attention.sliding_window"), u32(spec.sliding_window));
+  if (spec.rope_linear_factor > 0.0f) {
+    w.set_string(key("rope.scaling.type"), "linear");
+    w.set_f32(key("rope.scaling.factor"), spec.rope_linear_factor);
+  }
   w.set_u32("general.file_type", scheme.file_type);
   if (arch == "llama") {
     w.set_u32(key("vocab_size"), u32(m.n_vocab));
@@ -62,8 +67,11 @@ int64_t n_elements(const std::vector<int64_t>& dims) {
 
 Status check_spec(const SyntheticModelSpec& spec) {
   const plan::PlanModel& m = spec.shape;
-  if (m.architecture != "llama" && m.architecture != "qwen2") {
-    return make_error(ErrorCode::kUnsupported, "synthetic model '{}': architecture '{}' (llama or qwen2)", m.name,
+  // The architectures whose tensors plan_model_shape_tensors lists (model/arch.h runs them).
+  constexpr std::string_view kArchs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3"};
+  if (std::find(std::begin(kArchs), std::end(kArchs), m.architecture) == std::end(kArchs)) {
+    return make_error(ErrorCode::kUnsupported,
+                      "synthetic model '{}': architecture '{}' (llama, qwen2, qwen3, gemma2 or gemma3)", m.name,
                       m.architecture);
   }
   TALLY_RETURN_IF_ERROR(plan::plan_model_validate(m));

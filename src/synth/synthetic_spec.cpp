@@ -15,10 +15,13 @@ struct HyperRow {
   float rms_norm_eps;
   bool llama3_rope;  // factor 32, low 1, high 4, original 8192 (Llama 3.2 1B/3B config.json)
   bool head_dim_keys;
+  int64_t sliding_window = 0;
+  float rope_linear_factor = 0.0f;
 };
 
 // rope_theta and rms_norm_eps of each model's config.json (llama2.c's stories110M: run.c's
-// 10000 and 1e-5). Presets not listed get 10000 / 1e-5.
+// 10000 and 1e-5); Gemma 3's sliding_window and linear rope_scaling factor. Presets not listed
+// get 10000 / 1e-5.
 constexpr HyperRow kHyper[] = {
     {"llama-2-7b", 10000.0f, 1e-5f, false, false},
     {"llama-2-13b", 10000.0f, 1e-5f, false, false},
@@ -29,6 +32,8 @@ constexpr HyperRow kHyper[] = {
     {"tinyllama-1.1b", 10000.0f, 1e-5f, false, false},
     {"qwen2.5-0.5b", 1000000.0f, 1e-6f, false, false},
     {"qwen2.5-7b", 1000000.0f, 1e-6f, false, false},
+    {"qwen3-8b", 1000000.0f, 1e-6f, false, true},
+    {"gemma-3-4b", 1000000.0f, 1e-6f, false, true, 1024, 8.0f},
     {"stories110M", 10000.0f, 1e-5f, false, false},
     {"mistral-7b", 10000.0f, 1e-5f, false, false},
 };
@@ -45,6 +50,8 @@ Result<SyntheticModelSpec> synthetic_model_spec(std::string_view preset) {
     spec.rms_norm_eps = row.rms_norm_eps;
     if (row.llama3_rope) spec.llama3_rope = Llama3RopeScaling{32.0f, 1.0f, 4.0f, 8192};
     spec.head_dim_keys = row.head_dim_keys;
+    spec.sliding_window = row.sliding_window;
+    spec.rope_linear_factor = row.rope_linear_factor;
   }
   const bool llama2_vocab = spec.shape.architecture == "llama" && spec.shape.n_vocab == 32000;
   spec.default_vocab = llama2_vocab ? "ggml-vocab-llama-spm.gguf" : "ggml-vocab-gpt-2.gguf";

@@ -31,6 +31,8 @@ struct SyntheticModelSpec {
   float rms_norm_eps = 1e-5f;
   std::optional<Llama3RopeScaling> llama3_rope;  // writes rope_freqs.weight
   bool head_dim_keys = false;     // <arch>.attention.key_length/value_length (config gives head_dim)
+  int64_t sliding_window = 0;     // <arch>.attention.sliding_window (gemma); 0: not written
+  float rope_linear_factor = 0.0f;  // rope.scaling.type linear with this factor; 0: not written
   // Vocab GGUF under models/ggml-vocab/ that stands in for the model's tokenizer: the real one
   // where it exists (Llama 2 SentencePiece, 32000 tokens), else the closest byte-level BPE
   // available (GPT-2's, padded with placeholder tokens up to the model's vocab size).

@@ -4,7 +4,9 @@
 // sequence's positions 0..positions[t], whose K/V rows are found through the sequence's block
 // table: position p lives in slot block_table[p / block_size] * block_size + p % block_size.
 //
-// Per (token, query head): scores q.k / sqrt(head_dim), then an online softmax that walks the
+// Per (token, query head): scores q.k / sqrt(head_dim) (or / score_divisor, then soft-capped
+// when AttentionArgs asks), over the last `window` positions when a window is set (Gemma's
+// sliding-window layers), then an online softmax that walks the
 // positions in order, in fixed chunks of kAttentionChunk positions (independent of the block
 // size), rescaling the running sum when the running max grows. A token's result therefore
 // depends only on its query and its sequence's K/V, never on the batch around it, the block

@@ -72,10 +72,12 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
   const int64_t hd = a.head_dim;
   const int64_t n_rep = a.n_heads / a.n_kv_heads;
   const int64_t n_ctx = static_cast<int64_t>(a.positions[t]) + 1;
+  // Chunks start at the window's first position: a function of the position alone.
+  const int64_t first = a.window > 0 && n_ctx > a.window ? n_ctx - a.window : 0;
   const BlockTableView table = a.block_tables[a.seq_index[t]];
   const int64_t bs = a.kv.block_size;
   const int64_t slot_stride = a.n_kv_heads * hd;
-  const float divisor = __builtin_sqrtf(static_cast<float>(hd));
+  const float divisor = a.score_divisor > 0.0f ? a.score_divisor : __builtin_sqrtf(static_cast<float>(hd));
   const float* q = a.q + (t * a.n_heads + kvh * n_rep + g0) * hd;  // [ng][hd]
   float* out = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd;    // [ng][hd]
   const T* k_layer = static_cast<const T*>(a.kv.k);
@@ -90,7 +92,7 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
     l[g] = 0.0f;
     for (int64_t d = 0; d < hd; ++d) out[g * hd + d] = 0.0f;
   }
-  for (int64_t c0 = 0; c0 < n_ctx; c0 += kAttentionChunk) {
+  for (int64_t c0 = first; c0 < n_ctx; c0 += kAttentionChunk) {
     const int64_t nc = n_ctx - c0 < kAttentionChunk ? n_ctx - c0 : kAttentionChunk;
     for (int64_t p = 0; p < nc; ++p) {
       const int64_t pos = c0 + p;
@@ -108,6 +110,9 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
     }
     for (int64_t g = 0; g < ng; ++g)  // a separate pass: the compiler turns it into vector divides
       for (int64_t p = 0; p < nc; ++p) s[g][p] /= divisor;
+    if (a.softcap > 0.0f)  // libm's tanhf on every ISA path: the same bits
+      for (int64_t g = 0; g < ng; ++g)
+        for (int64_t p = 0; p < nc; ++p) s[g][p] = a.softcap * __builtin_tanhf(s[g][p] / a.softcap);
     for (int64_t g = 0; g < ng; ++g)
       attention_softmax_update<K>(s[g], nc, m[g], l[g], out + g * hd, hd);
     K::template weighted_sum<E>(out, ng, &s[0][0], kAttentionChunk, v_layer, offset, nc, hd);

@@ -83,6 +83,14 @@ class CpuBackend final : public Backend {
                 ThreadPool& pool) const override {
     cpu::silu_mul(gate, up, n_rows, n, pool);
   }
+  void gelu_mul(float* gate, const float* up, int64_t n_rows, int64_t n,
+                ThreadPool& pool) const override {
+    cpu::gelu_mul(gate, up, n_rows, n, pool);
+  }
+  void softcap(float* x, float cap, int64_t n, ThreadPool& pool) const override {
+    cpu::softcap(x, cap, n, pool);
+  }
+  void scale(float* x, float s, int64_t n, ThreadPool& pool) const override { cpu::scale(x, s, n, pool); }
   void add(float* x, const float* y, int64_t n, ThreadPool& pool) const override {
     cpu::add(x, y, n, pool);
   }

@@ -28,6 +28,74 @@ void silu_mul(float* gate, const float* up, int64_t n_rows, int64_t n, ThreadPoo
   });
 }
 
+void gelu_mul_row(IsaLevel isa, float* gate, const float* up, int64_t n) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::gelu_mul_row_avx512(gate, up, n);
+    case IsaLevel::kAvx2: return detail::gelu_mul_row_avx2(gate, up, n);
+    case IsaLevel::kScalar:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        const float two_u = kGeluTwoSqrt2OverPi * (g + kGeluCubic * g * g * g);
+        gate[i] = g * (1.0f / (1.0f + std::exp(-two_u))) * up[i];
+      }
+      return;
+  }
+}
+
+void gelu_mul(float* gate, const float* up, int64_t n_rows, int64_t n, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  const IsaLevel isa = cpu_isa_level();
+  pool.parallel_for(n_rows, 1, [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) gelu_mul_row(isa, gate + r * n, up + r * n, n);
+  });
+}
+
+void softcap_row(IsaLevel isa, float* x, float cap, int64_t n) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::softcap_row_avx512(x, cap, n);
+    case IsaLevel::kAvx2: return detail::softcap_row_avx2(x, cap, n);
+    case IsaLevel::kScalar:
+      for (int64_t i = 0; i < n; ++i) x[i] = cap * (1.0f - 2.0f / (std::exp(2.0f * (x[i] / cap)) + 1.0f));
+      return;
+  }
+}
+
+void scale_row(IsaLevel isa, float* x, float s, int64_t n) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::scale_row_avx512(x, s, n);
+    case IsaLevel::kAvx2: return detail::scale_row_avx2(x, s, n);
+    case IsaLevel::kScalar:
+      for (int64_t i = 0; i < n; ++i) x[i] *= s;
+      return;
+  }
+}
+
+namespace {
+
+// Flat element-wise work in fixed chunks (the split cannot change an element's bits).
+constexpr int64_t kElementwiseChunk = 16384;
+
+}  // namespace
+
+void softcap(float* x, float cap, int64_t n, ThreadPool& pool) {
+  if (n == 0) return;
+  const IsaLevel isa = cpu_isa_level();
+  pool.parallel_for(n, kElementwiseChunk, [&](int64_t begin, int64_t end, int) {
+    softcap_row(isa, x + begin, cap, end - begin);
+  });
+}
+
+void scale(float* x, float s, int64_t n, ThreadPool& pool) {
+  if (n == 0) return;
+  const IsaLevel isa = cpu_isa_level();
+  pool.parallel_for(n, kElementwiseChunk, [&](int64_t begin, int64_t end, int) {
+    scale_row(isa, x + begin, s, end - begin);
+  });
+}
+
 void add_row(IsaLevel isa, float* x, const float* y, int64_t n) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
   switch (isa) {
@@ -40,10 +108,9 @@ void add_row(IsaLevel isa, float* x, const float* y, int64_t n) {
 }
 
 void add(float* x, const float* y, int64_t n, ThreadPool& pool) {
-  constexpr int64_t kChunk = 16384;
   if (n == 0) return;
   const IsaLevel isa = cpu_isa_level();
-  pool.parallel_for(n, kChunk, [&](int64_t begin, int64_t end, int) {
+  pool.parallel_for(n, kElementwiseChunk, [&](int64_t begin, int64_t end, int) {
     add_row(isa, x + begin, y + begin, end - begin);
   });
 }

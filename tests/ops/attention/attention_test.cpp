@@ -113,8 +113,16 @@ Query make_queries(const Shape& s, std::vector<int32_t> seq, std::vector<int32_t
   return out;
 }
 
+// Gemma's options of AttentionArgs (all off by default).
+struct Scoring {
+  int64_t window = 0;
+  float divisor = 0.0f;
+  float softcap = 0.0f;
+};
+
 std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& layer,
-                             const BlockTableView* tables, const Query& q, int threads = 1) {
+                             const BlockTableView* tables, const Query& q, int threads = 1,
+                             const Scoring& scoring = {}) {
   std::vector<float> out(q.q.size(), -7.0f);
   AttentionArgs a;
   a.n_tokens = static_cast<int64_t>(q.pos.size());
@@ -127,6 +135,9 @@ std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& l
   a.seq_index = q.seq.data();
   a.block_tables = tables;
   a.kv = layer;
+  a.window = scoring.window;
+  a.score_divisor = scoring.divisor;
+  a.softcap = scoring.softcap;
   if (isa == cpu_isa_level()) {
     ThreadPool tp(threads);
     attention(a, tp);
@@ -138,31 +149,37 @@ std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& l
 }
 
 std::vector<float> run(IsaLevel isa, const Shape& s, const Pool& pool, const Query& q,
-                       int threads = 1) {
-  return run_layer(isa, s, pool.layer(), pool.views(), q, threads);
+                       int threads = 1, const Scoring& scoring = {}) {
+  return run_layer(isa, s, pool.layer(), pool.views(), q, threads, scoring);
 }
 
 // Two-pass softmax in double, one head at a time, over the drawn values (wide = false) or
 // the stored ones (wide = true).
-std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q, bool wide) {
+// With a window w, a query at p sees positions max(0, p - w + 1)..p.
+std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q, bool wide,
+                              const Scoring& scoring = {}) {
   const int64_t hd = s.head_dim, n_rep = s.n_heads / s.n_kv_heads;
+  const double divisor = scoring.divisor > 0 ? scoring.divisor : std::sqrt(double(hd));
   std::vector<double> out(q.q.size());
   for (size_t t = 0; t < q.pos.size(); ++t)
     for (int64_t h = 0; h < s.n_heads; ++h) {
       const float* qh = q.q.data() + (t * s.n_heads + h) * hd;
-      std::vector<double> sc(q.pos[t] + 1);
-      for (int64_t p = 0; p <= q.pos[t]; ++p) {
+      const int64_t first = scoring.window > 0 ? std::max<int64_t>(0, q.pos[t] - scoring.window + 1) : 0;
+      std::vector<double> sc(q.pos[t] + 1 - first);
+      for (int64_t p = first; p <= q.pos[t]; ++p) {
         const float* k = pool.k_at(q.seq[t], p, h / n_rep, wide);
         double d = 0;
         for (int64_t i = 0; i < hd; ++i) d += double(qh[i]) * k[i];
-        sc[p] = d / std::sqrt(double(hd));
+        d /= divisor;
+        if (scoring.softcap > 0) d = scoring.softcap * std::tanh(d / scoring.softcap);
+        sc[p - first] = d;
       }
       const double mx = *std::max_element(sc.begin(), sc.end());
       double sum = 0;
       for (auto& x : sc) sum += (x = std::exp(x - mx));
-      for (int64_t p = 0; p <= q.pos[t]; ++p) {
+      for (int64_t p = first; p <= q.pos[t]; ++p) {
         const float* v = pool.v_at(q.seq[t], p, h / n_rep, wide);
-        for (int64_t i = 0; i < hd; ++i) out[(t * s.n_heads + h) * hd + i] += sc[p] / sum * v[i];
+        for (int64_t i = 0; i < hd; ++i) out[(t * s.n_heads + h) * hd + i] += sc[p - first] / sum * v[i];
       }
     }
   return out;
@@ -275,6 +292,36 @@ TEST(Attention, TokenResultIsIndependentOfBatchThreadsAndBlockSize) {
             << threads << " threads, kv=" << dtype_name(dtype);
       }
     }
+}
+
+// Gemma's sliding window (shorter and longer than a chunk, crossing chunk and block edges),
+// query scale and soft-cap, on every path; and a windowed token's result is still independent
+// of the batch and block size.
+TEST(Attention, WindowScaleAndSoftcapMatchReference) {
+  const Shape s{6, 2, 32};
+  const Query q = make_queries(s, {0, 0, 0, 0, 1, 1}, {0, 3, 64, 149, 4, 69}, 12);
+  for (const Scoring sc : {Scoring{4, 0.0f, 0.0f}, Scoring{70, 4.0f, 0.0f}, Scoring{0, 0.0f, 1.5f},
+                           Scoring{5, 3.0f, 2.0f}}) {
+    for (int64_t bs : {16, 3}) {
+      const Pool pool(s, bs, {150, 70}, 9);
+      const auto want = reference(s, pool, q, true, sc);
+      const Pool pool1(s, 1, {150, 70}, 9);
+      for (IsaLevel isa : available_isas()) {
+        const auto got = run(isa, s, pool, q, 1, sc);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i])))
+              << "i=" << i << " window " << sc.window << " softcap " << sc.softcap << " isa=" << isa_level_name(isa);
+        const auto other = run(isa, s, pool1, q, 2, sc);
+        ASSERT_EQ(0, std::memcmp(got.data(), other.data(), got.size() * sizeof(float))) << isa_level_name(isa);
+      }
+    }
+  }
+  // The window changes the result once the context is longer than it.
+  const Pool pool(s, 16, {150, 70}, 9);
+  const auto all = run(cpu_isa_level(), s, pool, q);
+  const auto windowed = run(cpu_isa_level(), s, pool, q, 1, Scoring{4, 0.0f, 0.0f});
+  EXPECT_NE(0, std::memcmp(all.data() + 2 * 6 * 32, windowed.data() + 2 * 6 * 32, 6 * 32 * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(all.data(), windowed.data(), 2 * 6 * 32 * sizeof(float)));  // positions 0, 3
 }
 
 TEST(Attention, SinglePositionReturnsItsValue) {

@@ -17,7 +17,7 @@ TEST(GgufTensorNames, NamesOfModelWideAndPerBlockTensors) {
 }
 
 TEST(GgufTensorNames, ParseInvertsName) {
-  for (int t = 0; t <= static_cast<int>(GgufTensor::kFfnDown); ++t) {
+  for (int t = 0; t <= static_cast<int>(GgufTensor::kAttnQkv); ++t) {
     const auto tensor = static_cast<GgufTensor>(t);
     const int layer = gguf_tensor_per_block(tensor) ? 7 : -1;
     const auto id = gguf_tensor_parse(gguf_tensor_name(tensor, layer));

@@ -72,6 +72,18 @@ class CountingBackend final : public Backend {
     ++calls["silu_mul"];
     inner_.silu_mul(gate, up, n_rows, n, pool);
   }
+  void gelu_mul(float* gate, const float* up, int64_t n_rows, int64_t n, tally::ThreadPool& pool) const override {
+    ++calls["gelu_mul"];
+    inner_.gelu_mul(gate, up, n_rows, n, pool);
+  }
+  void softcap(float* x, float cap, int64_t n, tally::ThreadPool& pool) const override {
+    ++calls["softcap"];
+    inner_.softcap(x, cap, n, pool);
+  }
+  void scale(float* x, float s, int64_t n, tally::ThreadPool& pool) const override {
+    ++calls["scale"];
+    inner_.scale(x, s, n, pool);
+  }
   void add(float* x, const float* y, int64_t n, tally::ThreadPool& pool) const override {
     ++calls["add"];
     inner_.add(x, y, n, pool);

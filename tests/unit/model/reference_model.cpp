@@ -1,5 +1,6 @@
 #include "reference_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -11,13 +12,21 @@ namespace tally_test {
 namespace {
 
 void rmsnorm(std::vector<float>& o, const std::vector<float>& x, const std::vector<float>& w, float eps) {
-  float ss = 0.0f;
-  for (float v : x) ss += v * v;
-  ss /= static_cast<float>(x.size());
-  ss += eps;
-  ss = 1.0f / sqrtf(ss);
+  double ss = 0.0;
+  for (float v : x) ss += static_cast<double>(v) * v;
+  const double scale = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
   o.resize(x.size());
-  for (size_t j = 0; j < x.size(); ++j) o[j] = w[j] * (ss * x[j]);
+  for (size_t j = 0; j < x.size(); ++j) o[j] = static_cast<float>(w[j] * (scale * x[j]));
+}
+
+// Each head_size slice of vec normed on its own with w [head_size] (qwen3's q/k norms).
+void rmsnorm_heads(std::vector<float>& vec, int head_size, const std::vector<float>& w, float eps) {
+  std::vector<float> head, normed;
+  for (size_t h = 0; h * head_size < vec.size(); ++h) {
+    head.assign(vec.begin() + h * head_size, vec.begin() + (h + 1) * head_size);
+    rmsnorm(normed, head, w, eps);
+    std::copy(normed.begin(), normed.end(), vec.begin() + h * head_size);
+  }
 }
 
 }  // namespace
@@ -38,23 +47,30 @@ std::vector<float> RefModel::tensor(const std::string& name) const {
   return out;
 }
 
+std::vector<float> RefModel::rows(const std::string& name, int first, int n_rows, int n_in) const {
+  const auto all = tensor(name);
+  return {all.begin() + static_cast<size_t>(first) * n_in, all.begin() + static_cast<size_t>(first + n_rows) * n_in};
+}
+
 std::vector<float> RefModel::matvec(const std::vector<float>& w, const std::vector<float>& x, int n_out) const {
   const size_t n = x.size();
   std::vector<float> out(n_out);
   for (int i = 0; i < n_out; ++i) {
-    float val = 0.0f;
-    for (size_t j = 0; j < n; ++j) val += w[i * n + j] * x[j];
-    out[i] = val;
+    double val = 0.0;
+    for (size_t j = 0; j < n; ++j) val += static_cast<double>(w[i * n + j]) * x[j];
+    out[i] = static_cast<float>(val);
   }
   return out;
 }
 
-void RefModel::rope(float* vec, int n_heads, int pos) const {
+void RefModel::rope(float* vec, int n_heads, int pos, bool local) const {
   const int hs = s_.head_size;
+  const float base = local && s_.local_freq_base > 0 ? s_.local_freq_base : s_.freq_base;
+  const float linear = local ? 1.0f : s_.rope_linear_factor;
   for (int h = 0; h < n_heads; ++h) {
     float* head = vec + h * hs;
     for (int i = 0; i < hs / 2; ++i) {
-      const float freq = 1.0f / powf(s_.freq_base, static_cast<float>(2 * i) / static_cast<float>(hs));
+      const float freq = 1.0f / powf(base, static_cast<float>(2 * i) / static_cast<float>(hs)) / linear;
       const float val = pos * freq;
       const float fcr = cosf(val), fci = sinf(val);
       float& a = s_.neox ? head[i] : head[2 * i];
@@ -69,61 +85,100 @@ void RefModel::rope(float* vec, int n_heads, int pos) const {
 void RefModel::attend(int l, int pos, const std::vector<float>& q, std::vector<float>& out) const {
   const int hs = s_.head_size, kv_dim = s_.kv_heads * hs, rep = s_.heads / s_.kv_heads;
   out.assign(s_.heads * hs, 0.0f);
-  std::vector<float> att(pos + 1);
+  std::vector<double> att(pos + 1), acc(hs);
+  const int first = local_layer(l) && pos + 1 > s_.window ? pos + 1 - s_.window : 0;
+  const double divisor = s_.score_divisor > 0 ? s_.score_divisor : std::sqrt(static_cast<double>(hs));
   for (int h = 0; h < s_.heads; ++h) {
     const float* qh = q.data() + h * hs;
-    for (int t = 0; t <= pos; ++t) {
+    for (int t = first; t <= pos; ++t) {
       const float* k = k_cache_[l].data() + t * kv_dim + (h / rep) * hs;
-      float score = 0.0f;
-      for (int i = 0; i < hs; ++i) score += qh[i] * k[i];
-      att[t] = score / sqrtf(static_cast<float>(hs));
+      double score = 0.0;
+      for (int i = 0; i < hs; ++i) score += static_cast<double>(qh[i]) * k[i];
+      att[t] = score / divisor;
+      if (s_.attn_softcap > 0) att[t] = s_.attn_softcap * std::tanh(att[t] / s_.attn_softcap);
     }
-    float max_val = att[0];
-    for (int t = 1; t <= pos; ++t) max_val = att[t] > max_val ? att[t] : max_val;
-    float sum = 0.0f;
-    for (int t = 0; t <= pos; ++t) sum += (att[t] = expf(att[t] - max_val));
-    for (int t = 0; t <= pos; ++t) att[t] /= sum;
-    for (int t = 0; t <= pos; ++t) {
+    double max_val = att[first];
+    for (int t = first + 1; t <= pos; ++t) max_val = std::max(max_val, att[t]);
+    double sum = 0.0;
+    for (int t = first; t <= pos; ++t) sum += (att[t] = std::exp(att[t] - max_val));
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int t = first; t <= pos; ++t) {
       const float* v = v_cache_[l].data() + t * kv_dim + (h / rep) * hs;
-      for (int i = 0; i < hs; ++i) out[h * hs + i] += att[t] * v[i];
+      for (int i = 0; i < hs; ++i) acc[i] += att[t] / sum * v[i];
     }
+    for (int i = 0; i < hs; ++i) out[h * hs + i] = static_cast<float>(acc[i]);
   }
+}
+
+bool RefModel::local_layer(int l) const {
+  return s_.swa_period > 0 && s_.window > 0 && l % s_.swa_period != s_.swa_period - 1;
+}
+
+void RefModel::attention_block(int l, int pos, std::vector<float>& x) {
+  const int dim = s_.dim, kv_dim = s_.kv_heads * s_.head_size, q_dim = s_.heads * s_.head_size;
+  const std::string p = "blk." + std::to_string(l) + ".";
+  std::vector<float> xb, att;
+  rmsnorm(xb, x, tensor(p + "attn_norm.weight"), s_.eps);
+  const std::string qkv = p + "attn_qkv.weight";
+  auto q = matvec(s_.fused ? rows(qkv, 0, q_dim, dim) : tensor(p + "attn_q.weight"), xb, q_dim);
+  auto k = matvec(s_.fused ? rows(qkv, q_dim, kv_dim, dim) : tensor(p + "attn_k.weight"), xb, kv_dim);
+  auto v = matvec(s_.fused ? rows(qkv, q_dim + kv_dim, kv_dim, dim) : tensor(p + "attn_v.weight"), xb, kv_dim);
+  if (s_.biases) {
+    const auto bq = tensor(p + "attn_q.bias"), bk = tensor(p + "attn_k.bias"), bv = tensor(p + "attn_v.bias");
+    for (int i = 0; i < q_dim; ++i) q[i] += bq[i];
+    for (int i = 0; i < kv_dim; ++i) k[i] += bk[i];
+    for (int i = 0; i < kv_dim; ++i) v[i] += bv[i];
+  }
+  if (s_.qk_norm) {
+    rmsnorm_heads(q, s_.head_size, tensor(p + "attn_q_norm.weight"), s_.eps);
+    rmsnorm_heads(k, s_.head_size, tensor(p + "attn_k_norm.weight"), s_.eps);
+  }
+  const bool local = local_layer(l);
+  rope(q.data(), s_.heads, pos, local);
+  rope(k.data(), s_.kv_heads, pos, local);
+  std::copy(k.begin(), k.end(), k_cache_[l].begin() + pos * kv_dim);
+  std::copy(v.begin(), v.end(), v_cache_[l].begin() + pos * kv_dim);
+  attend(l, pos, q, att);
+  auto o = matvec(tensor(p + "attn_output.weight"), att, dim);
+  if (s_.post_norms) rmsnorm(o, std::vector<float>(o), tensor(p + "post_attention_norm.weight"), s_.eps);
+  for (int i = 0; i < dim; ++i) x[i] += o[i];
+}
+
+void RefModel::ffn_block(int l, std::vector<float>& x) const {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  std::vector<float> xb;
+  rmsnorm(xb, x, tensor(p + "ffn_norm.weight"), s_.eps);
+  const std::string up = p + "ffn_up.weight";
+  auto h1 = matvec(s_.fused ? rows(up, 0, s_.hidden, s_.dim) : tensor(p + "ffn_gate.weight"), xb, s_.hidden);
+  const auto h3 = matvec(s_.fused ? rows(up, s_.hidden, s_.hidden, s_.dim) : tensor(up), xb, s_.hidden);
+  for (int i = 0; i < s_.hidden; ++i) {
+    const double g = h1[i];
+    const double act = s_.gelu ? 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g)))
+                               : g / (1.0 + std::exp(-g));
+    h1[i] = static_cast<float>(act * h3[i]);
+  }
+  auto down = matvec(tensor(p + "ffn_down.weight"), h1, s_.dim);
+  if (s_.post_norms) rmsnorm(down, std::vector<float>(down), tensor(p + "post_ffw_norm.weight"), s_.eps);
+  for (int i = 0; i < s_.dim; ++i) x[i] += down[i];
 }
 
 std::vector<float> RefModel::step(int token, int pos) {
   EXPECT_LT(pos, max_seq_);
-  const int dim = s_.dim, kv_dim = s_.kv_heads * s_.head_size, q_dim = s_.heads * s_.head_size;
+  const int dim = s_.dim;
   const auto embd = tensor("token_embd.weight");
   std::vector<float> x(embd.begin() + token * dim, embd.begin() + (token + 1) * dim);
-  std::vector<float> xb, att;
+  if (s_.embd_scale)
+    for (float& v : x) v = static_cast<float>(v * std::sqrt(static_cast<double>(dim)));
   for (int l = 0; l < s_.layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    rmsnorm(xb, x, tensor(p + "attn_norm.weight"), s_.eps);
-    auto q = matvec(tensor(p + "attn_q.weight"), xb, q_dim);
-    auto k = matvec(tensor(p + "attn_k.weight"), xb, kv_dim);
-    auto v = matvec(tensor(p + "attn_v.weight"), xb, kv_dim);
-    if (s_.biases) {
-      const auto bq = tensor(p + "attn_q.bias"), bk = tensor(p + "attn_k.bias"), bv = tensor(p + "attn_v.bias");
-      for (int i = 0; i < q_dim; ++i) q[i] += bq[i];
-      for (int i = 0; i < kv_dim; ++i) k[i] += bk[i];
-      for (int i = 0; i < kv_dim; ++i) v[i] += bv[i];
-    }
-    rope(q.data(), s_.heads, pos);
-    rope(k.data(), s_.kv_heads, pos);
-    std::copy(k.begin(), k.end(), k_cache_[l].begin() + pos * kv_dim);
-    std::copy(v.begin(), v.end(), v_cache_[l].begin() + pos * kv_dim);
-    attend(l, pos, q, att);
-    const auto o = matvec(tensor(p + "attn_output.weight"), att, dim);
-    for (int i = 0; i < dim; ++i) x[i] += o[i];
-    rmsnorm(xb, x, tensor(p + "ffn_norm.weight"), s_.eps);
-    auto h1 = matvec(tensor(p + "ffn_gate.weight"), xb, s_.hidden);
-    const auto h3 = matvec(tensor(p + "ffn_up.weight"), xb, s_.hidden);
-    for (int i = 0; i < s_.hidden; ++i) h1[i] = h1[i] * (1.0f / (1.0f + expf(-h1[i]))) * h3[i];
-    const auto down = matvec(tensor(p + "ffn_down.weight"), h1, dim);
-    for (int i = 0; i < dim; ++i) x[i] += down[i];
+    attention_block(l, pos, x);
+    ffn_block(l, x);
   }
+  std::vector<float> xb;
   rmsnorm(xb, x, tensor("output_norm.weight"), s_.eps);
-  return matvec(tensor(s_.tied ? "token_embd.weight" : "output.weight"), xb, s_.vocab);
+  auto logits = matvec(tensor(s_.tied ? "token_embd.weight" : "output.weight"), xb, s_.vocab);
+  if (s_.final_softcap > 0)
+    for (float& v : logits) v = static_cast<float>(s_.final_softcap * std::tanh(v / s_.final_softcap));
+  return logits;
 }
 
 }  // namespace tally_test

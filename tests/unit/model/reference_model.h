@@ -1,5 +1,5 @@
 // An independent reference forward for the tests, in the manner of llama2.c's run.c: plain
-// scalar loops, one token at a time, its own contiguous KV cache, fp32 sequential sums. It
+// scalar loops, one token at a time, its own contiguous KV cache, sums accumulated in f64. It
 // reads the weights straight from the GGUF by tensor name.
 #pragma once
 
@@ -17,6 +17,19 @@ struct RefSpec {
   bool neox = false;    // rope pairs (i, i + head_size/2) instead of (2i, 2i + 1)
   bool biases = false;  // q, k, v biases
   bool tied = false;    // logits from token_embd.weight
+  bool qk_norm = false;  // per-head RMSNorm of q and k before rope (qwen3, gemma3)
+  bool fused = false;    // phi3: q/k/v rows in attn_qkv, gate/up rows in ffn_up
+  // Gemma:
+  bool embd_scale = false;   // embedding times sqrt(dim)
+  bool gelu = false;         // gelu_tanh(gate) * up instead of silu(gate) * up
+  bool post_norms = false;   // post_attention_norm / post_ffw_norm on the block outputs
+  int swa_period = 0;        // layer l local when l % swa_period != swa_period - 1
+  int window = 0;            // local layers see the last `window` positions
+  float local_freq_base = 0;     // local layers' rope base (0: freq_base)
+  float rope_linear_factor = 1;  // global layers' frequencies divided by this
+  double score_divisor = 0;  // 0: sqrt(head_size)
+  double attn_softcap = 0;   // scores -> cap * tanh(score / cap)
+  double final_softcap = 0;  // logits -> cap * tanh(logit / cap)
 };
 
 class RefModel {
@@ -27,8 +40,13 @@ class RefModel {
 
  private:
   std::vector<float> tensor(const std::string& name) const;
+  // Rows [first, first + n_rows) of a matrix of n_in columns.
+  std::vector<float> rows(const std::string& name, int first, int n_rows, int n_in) const;
   std::vector<float> matvec(const std::vector<float>& w, const std::vector<float>& x, int n_out) const;
-  void rope(float* vec, int n_heads, int pos) const;
+  void rope(float* vec, int n_heads, int pos, bool local) const;
+  bool local_layer(int layer) const;
+  void attention_block(int layer, int pos, std::vector<float>& x);
+  void ffn_block(int layer, std::vector<float>& x) const;
   void attend(int layer, int pos, const std::vector<float>& q, std::vector<float>& out) const;
 
   const tally::io::GgufFile& gguf_;

@@ -36,7 +36,7 @@ class Builder {
     EXPECT_TRUE(st.ok()) << st.to_string();
   }
   void matrix(const std::string& name, int64_t n_in, int64_t n_out) {
-    tensor(name, DType::kF32, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
+    tensor(name, s_.matrix_type, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
   }
   tally::io::GgufWriter& writer() { return w_; }
 
@@ -70,19 +70,29 @@ std::vector<uint8_t> make_tiny_gguf(const TinySpec& s) {
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     b.tensor(p + "attn_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.1f);
-    b.matrix(p + "attn_q.weight", s.n_embd, q_dim);
-    b.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
-    b.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    if (s.fused) {
+      b.matrix(p + "attn_qkv.weight", s.n_embd, q_dim + 2 * kv_dim);
+    } else {
+      b.matrix(p + "attn_q.weight", s.n_embd, q_dim);
+      b.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
+      b.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    }
     if (s.biases) {
       b.tensor(p + "attn_q.bias", s.vector_type, {q_dim}, 0.0f, 0.2f);
       b.tensor(p + "attn_k.bias", s.vector_type, {kv_dim}, 0.0f, 0.2f);
       b.tensor(p + "attn_v.bias", s.vector_type, {kv_dim}, 0.0f, 0.2f);
     }
+    if (s.qk_norm) {
+      b.tensor(p + "attn_q_norm.weight", s.vector_type, {s.head_dim}, 1.0f, 0.3f);
+      b.tensor(p + "attn_k_norm.weight", s.vector_type, {s.head_dim}, 1.0f, 0.3f);
+    }
     b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    if (s.post_norms) b.tensor(p + "post_attention_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.3f);
     b.tensor(p + "ffn_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.1f);
-    b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-    b.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    if (!s.fused) b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+    b.matrix(p + "ffn_up.weight", s.n_embd, s.fused ? 2 * s.n_ff : s.n_ff);
     b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+    if (s.post_norms) b.tensor(p + "post_ffw_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.3f);
   }
   return b.writer().to_bytes();
 }

@@ -27,7 +27,11 @@ struct TinySpec {
   float eps = 1e-5f;
   bool biases = false;      // blk.N.attn_{q,k,v}.bias
   bool tied = false;        // no output.weight
+  bool qk_norm = false;     // blk.N.attn_{q,k}_norm.weight [head_dim]
+  bool post_norms = false;  // blk.N.post_attention_norm / post_ffw_norm.weight [n_embd]
+  bool fused = false;       // phi3: attn_qkv [n_embd, q + 2 kv], ffn_up [n_embd, 2 n_ff], no gate
   tally::DType vector_type = tally::DType::kF32;  // of norms and biases
+  tally::DType matrix_type = tally::DType::kF32;  // of the block matrices
   uint32_t seed = 1;
   std::set<std::string> skip_keys;     // metadata keys (without the arch prefix) left out
   std::set<std::string> skip_tensors;  // tensors left out

@@ -50,11 +50,51 @@ TEST(PlanPresets, ParameterCountsFromShapes) {
   EXPECT_NEAR(preset("tinyllama-1.1b").n_params() / 1e9, 1.10, 0.01);
   EXPECT_NEAR(preset("llama-3.2-1b").n_params() / 1e9, 1.24, 0.01);
   EXPECT_NEAR(preset("stories110M").n_params() / 1e6, 110, 1);
+  // Qwen3-8B: 8.19B published (untied, q/k norms of head_dim per block).
+  EXPECT_NEAR(preset("qwen3-8b").n_params() / 1e9, 8.19, 0.01);
+  // Gemma-3-4B's language model: 3.88B (tied, 262208-token vocabulary).
+  EXPECT_NEAR(preset("gemma-3-4b").n_params() / 1e9, 3.88, 0.01);
+}
+
+TEST(PlanPresets, Gemma3HasPostNormsQkNormsAndATiedOutput) {
+  const PlanModel m = preset("gemma-3-4b");
+  EXPECT_EQ(m.architecture, "gemma3");
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_TRUE(m.post_norms);
+  EXPECT_TRUE(m.tied_embeddings);
+  int n_post = 0;
+  for (const auto& t : m.tensors)
+    if (t.name.ends_with("post_attention_norm.weight") || t.name.ends_with("post_ffw_norm.weight")) {
+      ++n_post;
+      EXPECT_EQ(t.n_cols, 2560) << t.name;
+    }
+  EXPECT_EQ(n_post, 2 * 34);
+  // 13 tensors per block + token_embd, output_norm.
+  EXPECT_EQ(m.tensors.size(), 34u * 13 + 2);
+}
+
+TEST(PlanPresets, Qwen3HasPerHeadQkNormsAndNoBiases) {
+  const PlanModel m = preset("qwen3-8b");
+  EXPECT_EQ(m.architecture, "qwen3");
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_FALSE(m.qkv_bias);
+  int n_qk_norms = 0;
+  for (const auto& t : m.tensors) {
+    EXPECT_NE(t.role, TensorRole::kBiasQ) << t.name;
+    if (t.name.ends_with("attn_q_norm.weight") || t.name.ends_with("attn_k_norm.weight")) {
+      ++n_qk_norms;
+      EXPECT_EQ(t.role, TensorRole::kNorm) << t.name;
+      EXPECT_EQ(t.n_cols, 128) << t.name;
+    }
+  }
+  EXPECT_EQ(n_qk_norms, 2 * 36);
+  // 11 tensors per block + token_embd, output_norm, output.
+  EXPECT_EQ(m.tensors.size(), 36u * 11 + 3);
 }
 
 TEST(PlanPresets, EveryPresetIsValidAndPlans) {
   const auto names = plan_preset_names();
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 13u);
   for (const auto& name : names) {
     auto m = plan_preset(name);
     ASSERT_TRUE(m.ok()) << name << ": " << m.status().to_string();

@@ -24,6 +24,8 @@ TEST(SyntheticSpec, PresetsOfTheSpeedIssue) {
       {"llama-3.2-1b", "llama", 16, 2048, 32, 8, 128256, true, true, 5e5f, 1e-5f, "ggml-vocab-gpt-2.gguf"},
       {"qwen2.5-0.5b", "qwen2", 24, 896, 14, 2, 151936, true, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
       {"llama-2-7b", "llama", 32, 4096, 32, 32, 32000, false, false, 1e4f, 1e-5f, "ggml-vocab-llama-spm.gguf"},
+      {"qwen3-8b", "qwen3", 36, 4096, 32, 8, 151936, false, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
+      {"gemma-3-4b", "gemma3", 34, 2560, 8, 4, 262208, true, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
   };
   for (const Want& w : wants) {
     auto spec = synthetic_model_spec(w.name);
@@ -42,6 +44,10 @@ TEST(SyntheticSpec, PresetsOfTheSpeedIssue) {
     EXPECT_EQ(spec->default_vocab, w.vocab_file) << w.name;
   }
   EXPECT_TRUE(synthetic_model_spec("qwen2.5-0.5b")->shape.qkv_bias);
+  EXPECT_TRUE(synthetic_model_spec("qwen3-8b")->shape.qk_norm);
+  EXPECT_TRUE(synthetic_model_spec("qwen3-8b")->head_dim_keys);
+  EXPECT_EQ(synthetic_model_spec("gemma-3-4b")->sliding_window, 1024);
+  EXPECT_EQ(synthetic_model_spec("gemma-3-4b")->rope_linear_factor, 8.0f);
   EXPECT_FALSE(synthetic_model_spec("no-such-model").ok());
 }
 

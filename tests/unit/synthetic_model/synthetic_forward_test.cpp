@@ -1,5 +1,5 @@
 // Synthetic models run: Model::load of a tiny synthetic file of each type (llama, qwen2,
-// Llama 3 rope scaling) and a forward pass over a few tokens give finite, non-constant logits.
+// qwen3, gemma3, Llama 3 rope scaling) and a forward pass over a few tokens give finite, non-constant logits.
 // (A folder of its own: it needs the model library, which the quant tests do not link.)
 #include <cmath>
 #include <cstdio>
@@ -108,6 +108,31 @@ TEST(SyntheticForward, Qwen2AndLlama3RopeScalingRun) {
   llama3.llama3_rope = synth::Llama3RopeScaling{32.0f, 1.0f, 4.0f, 8192};
   llama3.head_dim_keys = true;
   expect_runs(llama3, "q8_0");
+}
+
+// qwen3: q/k norm tensors written and bound, head_dim (key_length) wider than n_embd / n_heads.
+TEST(SyntheticForward, Qwen3WithQkNormsAndWideHeadsRuns) {
+  synth::SyntheticModelSpec qwen3 = tiny("qwen3");
+  qwen3.shape.head_dim = 128;
+  qwen3.shape.qk_norm = true;
+  qwen3.shape = *plan::plan_model_finish(qwen3.shape);
+  qwen3.head_dim_keys = true;
+  expect_runs(qwen3, "q8_0");
+}
+
+// gemma3: post norms, q/k norms, sliding window and linear rope scaling keys written and read.
+TEST(SyntheticForward, Gemma3WithWindowAndRopeScalingRuns) {
+  synth::SyntheticModelSpec gemma3 = tiny("gemma3");
+  gemma3.shape.head_dim = 128;
+  gemma3.shape.qk_norm = true;
+  gemma3.shape.post_norms = true;
+  gemma3.shape.tied_embeddings = true;
+  gemma3.shape = *plan::plan_model_finish(gemma3.shape);
+  gemma3.head_dim_keys = true;
+  gemma3.rope_freq_base = 1000000.0f;
+  gemma3.sliding_window = 3;
+  gemma3.rope_linear_factor = 8.0f;
+  expect_runs(gemma3, "q8_0");
 }
 
 }  // namespace
