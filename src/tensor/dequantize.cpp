@@ -59,6 +59,79 @@ void dequantize_q6_k(const BlockQ6_K* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
+void dequantize_q4_1(const BlockQ4_1* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d), m = f16_to_f32(blocks[b].m);
+    for (int i = 0; i < kQBlock; ++i)
+      dst[b * kQBlock + i] = d * static_cast<float>(q32_nibble(blocks[b].qs, i)) + m;
+  }
+}
+
+void dequantize_q5_0(const BlockQ5_0* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    for (int i = 0; i < kQBlock; ++i) {
+      const int q = q32_nibble(blocks[b].qs, i) | q5_high(blocks[b].qh, i);
+      dst[b * kQBlock + i] = d * static_cast<float>(q - 16);
+    }
+  }
+}
+
+void dequantize_q5_1(const BlockQ5_1* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d), m = f16_to_f32(blocks[b].m);
+    for (int i = 0; i < kQBlock; ++i) {
+      const int q = q32_nibble(blocks[b].qs, i) | q5_high(blocks[b].qh, i);
+      dst[b * kQBlock + i] = d * static_cast<float>(q) + m;
+    }
+  }
+}
+
+void dequantize_q5_k(const BlockQ5_K* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ5_K& blk = blocks[b];
+    const float d = f16_to_f32(blk.d);
+    const float dmin = f16_to_f32(blk.dmin);
+    float* out = dst + b * kQKBlock;  // [256]
+    for (int j = 0; j < 8; ++j) {
+      int sc = 0, m = 0;
+      q4k_scale_min(blk.scales, j, &sc, &m);
+      const float step = d * static_cast<float>(sc);
+      const float offset = dmin * static_cast<float>(m);
+      for (int i = j * 32; i < j * 32 + 32; ++i)
+        out[i] = step * static_cast<float>(q5k_quant(blk, i)) - offset;
+    }
+  }
+}
+
+void dequantize_q3_k(const BlockQ3_K* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ3_K& blk = blocks[b];
+    const float d = f16_to_f32(blk.d);
+    float* out = dst + b * kQKBlock;  // [256]
+    for (int j = 0; j < 16; ++j) {
+      const float step = d * static_cast<float>(q3k_scale(blk.scales, j) - 32);
+      for (int i = j * 16; i < j * 16 + 16; ++i)
+        out[i] = step * static_cast<float>(q3k_quant(blk, i) - 4);
+    }
+  }
+}
+
+void dequantize_q2_k(const BlockQ2_K* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ2_K& blk = blocks[b];
+    const float d = f16_to_f32(blk.d);
+    const float dmin = f16_to_f32(blk.dmin);
+    float* out = dst + b * kQKBlock;  // [256]
+    for (int j = 0; j < 16; ++j) {
+      const float step = d * static_cast<float>(blk.scales[j] & 15);
+      const float offset = dmin * static_cast<float>(blk.scales[j] >> 4);
+      for (int i = j * 16; i < j * 16 + 16; ++i)
+        out[i] = step * static_cast<float>(k_quant_2bits(blk.qs, i)) - offset;
+    }
+  }
+}
+
 }  // namespace
 
 bool dtype_has_row_conversion(DType type) {
@@ -70,6 +143,12 @@ bool dtype_has_row_conversion(DType type) {
     case DType::kQ4_0:
     case DType::kQ4_K:
     case DType::kQ6_K:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ5_K:
+    case DType::kQ3_K:
+    case DType::kQ2_K:
       return true;
     default:
       return false;
@@ -103,6 +182,18 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
       return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
     case DType::kQ6_K:
       return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+    case DType::kQ4_1:
+      return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n_blocks);
+    case DType::kQ5_0:
+      return dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n_blocks);
+    case DType::kQ5_1:
+      return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n_blocks);
+    case DType::kQ5_K:
+      return dequantize_q5_k(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
+    case DType::kQ3_K:
+      return dequantize_q3_k(static_cast<const BlockQ3_K*>(src), dst, n_blocks);
+    case DType::kQ2_K:
+      return dequantize_q2_k(static_cast<const BlockQ2_K*>(src), dst, n_blocks);
     default:
       TALLY_CHECK(false, "dequantize_row: no conversion for {}", t.name);
   }

@@ -17,11 +17,11 @@ struct Entry {
 // Block sizes and byte counts follow ggml's type table (ggml.c type_traits).
 constexpr std::array kTypes = {
     Entry{0, {"f32", 1, 4, true}},          Entry{1, {"f16", 1, 2, true}},
-    Entry{2, {"q4_0", 32, 18, true}},       Entry{3, {"q4_1", 32, 20, false}},
-    Entry{6, {"q5_0", 32, 22, false}},      Entry{7, {"q5_1", 32, 24, false}},
+    Entry{2, {"q4_0", 32, 18, true}},       Entry{3, {"q4_1", 32, 20, true}},
+    Entry{6, {"q5_0", 32, 22, true}},      Entry{7, {"q5_1", 32, 24, true}},
     Entry{8, {"q8_0", 32, 34, true}},       Entry{9, {"q8_1", 32, 36, false}},
-    Entry{10, {"q2_K", 256, 84, false}},    Entry{11, {"q3_K", 256, 110, false}},
-    Entry{12, {"q4_K", 256, 144, true}},    Entry{13, {"q5_K", 256, 176, false}},
+    Entry{10, {"q2_K", 256, 84, true}},    Entry{11, {"q3_K", 256, 110, true}},
+    Entry{12, {"q4_K", 256, 144, true}},    Entry{13, {"q5_K", 256, 176, true}},
     Entry{14, {"q6_K", 256, 210, true}},    Entry{15, {"q8_K", 256, 292, false}},
     Entry{16, {"iq2_xxs", 256, 66, false}}, Entry{17, {"iq2_xs", 256, 74, false}},
     Entry{18, {"iq3_xxs", 256, 98, false}}, Entry{19, {"iq1_s", 256, 50, false}},
