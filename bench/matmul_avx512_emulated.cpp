@@ -62,6 +62,12 @@ TEST(MatmulAvx512Emulated, BitIdenticalToScalar) {
       {DType::kQ4_0, emu.q4_0, ref.q4_0, 96},  {DType::kQ4_0, emu.q4_0, ref.q4_0, 544},
       {DType::kQ4_K, emu.q4_k, ref.q4_k, 256}, {DType::kQ4_K, emu.q4_k, ref.q4_k, 2560},
       {DType::kQ6_K, emu.q6_k, ref.q6_k, 256}, {DType::kQ6_K, emu.q6_k, ref.q6_k, 2560},
+      {DType::kQ4_1, emu.q4_1, ref.q4_1, 96},  {DType::kQ4_1, emu.q4_1, ref.q4_1, 800},
+      {DType::kQ5_0, emu.q5_0, ref.q5_0, 96},  {DType::kQ5_0, emu.q5_0, ref.q5_0, 800},
+      {DType::kQ5_1, emu.q5_1, ref.q5_1, 96},  {DType::kQ5_1, emu.q5_1, ref.q5_1, 800},
+      {DType::kQ2_K, emu.q2_k, ref.q2_k, 256}, {DType::kQ2_K, emu.q2_k, ref.q2_k, 2560},
+      {DType::kQ3_K, emu.q3_k, ref.q3_k, 256}, {DType::kQ3_K, emu.q3_k, ref.q3_k, 2560},
+      {DType::kQ5_K, emu.q5_k, ref.q5_k, 256}, {DType::kQ5_K, emu.q5_k, ref.q5_k, 2560},
       {DType::kF16, emu.f16, ref.f16, 67},     {DType::kF32, emu.f32, ref.f32, 67},
       {DType::kBF16, emu.bf16, ref.bf16, 67},
   };

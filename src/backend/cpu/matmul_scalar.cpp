@@ -69,15 +69,17 @@ float dot_q4_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   return acc;
 }
 
-float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
-  const auto* blocks = reinterpret_cast<const BlockQ4_K*>(row);
+// Q4_K and Q5_K: Quant(block, i) is element i's 4- or 5-bit quant.
+template <typename Block, int (*Quant)(const Block&, int)>
+float dot_q45_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const Block*>(row);
   const int64_t nb = n / kQKBlock;
   const int8_t* xq = a.q + t * n;
   const float* xd = a.d + t * nb;
   const int16_t* xs = a.sums + t * (n / kActSumGroup);
   float lanes[8] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_K& blk = blocks[b];
+    const Block& blk = blocks[b];
     const int8_t* x = xq + b * kQKBlock;
     const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
     int32_t dot = 0, min_dot = 0;
@@ -85,7 +87,7 @@ float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
       int sc = 0, m = 0;
       q4k_scale_min(blk.scales, j, &sc, &m);
       int32_t sub = 0;
-      for (int i = j * 32; i < j * 32 + 32; ++i) sub += q4k_quant(blk, i) * x[i];
+      for (int i = j * 32; i < j * 32 + 32; ++i) sub += Quant(blk, i) * x[i];
       dot += sc * sub;
       min_dot += m * (sums[2 * j] + sums[2 * j + 1]);
     }
@@ -114,6 +116,83 @@ float dot_q6_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
     }
     const float c = f16_to_f32(blk.d) * xd[b];
     lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+// Q4_1 / Q5_0 / Q5_1: Quant(block, i) is element i's unsigned quant; Q5_0's weights are
+// q - 16, the others d * q + m.
+template <typename Block, int (*Quant)(const Block&, int), bool kHasMin>
+float dot_block32(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const Block*>(row);
+  const int64_t nb = n / kQBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * nb;
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* x = xq + b * kQBlock;
+    int32_t dot = 0;
+    for (int i = 0; i < kQBlock; ++i) dot += Quant(blocks[b], i) * x[i];
+    float w_m = 0.0f;
+    if constexpr (kHasMin) {
+      w_m = f16_to_f32(blocks[b].m);
+    } else {
+      dot -= 16 * xs[b];
+    }
+    lanes[b % 8] = block32_lane_update<kHasMin>(lanes[b % 8], f16_to_f32(blocks[b].d), w_m, xd[b],
+                                                dot, xs[b]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+int quant_q4_1(const BlockQ4_1& b, int i) { return q32_nibble(b.qs, i); }
+int quant_q5_0(const BlockQ5_0& b, int i) { return q32_nibble(b.qs, i) | q5_high(b.qh, i); }
+int quant_q5_1(const BlockQ5_1& b, int i) { return q32_nibble(b.qs, i) | q5_high(b.qh, i); }
+
+float dot_q3_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockQ3_K*>(row);
+  const int64_t nb = n / kQKBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * (n / kActSumGroup);
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ3_K& blk = blocks[b];
+    const int8_t* x = xq + b * kQKBlock;
+    const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
+    int32_t dot = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t sub = 0;
+      for (int i = j * 16; i < j * 16 + 16; ++i) sub += q3k_quant(blk, i) * x[i];
+      dot += (q3k_scale(blk.scales, j) - 32) * (sub - 4 * sums[j]);  // the weights are q - 4
+    }
+    const float c = f16_to_f32(blk.d) * xd[b];
+    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+float dot_q2_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockQ2_K*>(row);
+  const int64_t nb = n / kQKBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * (n / kActSumGroup);
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ2_K& blk = blocks[b];
+    const int8_t* x = xq + b * kQKBlock;
+    const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
+    int32_t dot = 0, min_dot = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t sub = 0;
+      for (int i = j * 16; i < j * 16 + 16; ++i) sub += k_quant_2bits(blk.qs, i) * x[i];
+      dot += (blk.scales[j] & 15) * sub;
+      min_dot += (blk.scales[j] >> 4) * sums[j];
+    }
+    lanes[b % 8] =
+        q4k_lane_update(lanes[b % 8], f16_to_f32(blk.d), f16_to_f32(blk.dmin), xd[b], dot, min_dot);
   }
   return lanes8_reduce(lanes);
 }
@@ -156,8 +235,14 @@ const MatmulKernels& matmul_kernels_scalar() {
       tile_float<LoadBf16>,
       tile_quant<dot_q8_0>,
       tile_quant<dot_q4_0>,
-      tile_quant<dot_q4_k>,
+      tile_quant<dot_q45_k<BlockQ4_K, q4k_quant>>,
       tile_quant<dot_q6_k>,
+      tile_quant<dot_block32<BlockQ4_1, quant_q4_1, true>>,
+      tile_quant<dot_block32<BlockQ5_0, quant_q5_0, false>>,
+      tile_quant<dot_block32<BlockQ5_1, quant_q5_1, true>>,
+      tile_quant<dot_q2_k>,
+      tile_quant<dot_q3_k>,
+      tile_quant<dot_q45_k<BlockQ5_K, q5k_quant>>,
       act_quantize_row32,
       act_quantize_row_k,
   };

@@ -1,0 +1,128 @@
+// Per-row kernels for the 32-block types with a min or a 5th bit (Q4_1, Q5_0, Q5_1) on
+// 256-bit integer vectors; included only by matmul_avx2.cpp and matmul_avx512.cpp, whose
+// `Isa` policies supply the u8 x s8 dot (matmul_simd_quant.h).
+//
+// Canonical order (matmul_kernels.h): block b enters float lane b % 8. Eight blocks at a time
+// give eight exact int32 dots, which a tree of horizontal adds gathers into one vector whose
+// lane j is block b + j's dot: then the block's float update is one vector fma per term,
+// the same arithmetic as the scalar code lane by lane. The last n_blocks % 8 blocks take the
+// scalar update.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_simd_quant.h"
+#include "tensor/quant_blocks.h"
+
+namespace tally::cpu::detail::simd {
+
+// The 32 nibbles of a 32-block in element order (low nibbles are elements 0..15).
+[[gnu::always_inline]] static inline __m256i block32_nibbles(const uint8_t* qs) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m4 = _mm_set1_epi8(15);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+}
+
+// Bit i of qh (32 bits) as 16 in byte i, else 0.
+[[gnu::always_inline]] static inline __m256i block32_high_bits(const uint8_t* qh) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, qh, 4);
+  // Byte i takes qh's byte i / 8 (both 128-bit lanes hold the 4 bytes), then tests bit i % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int32_t>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                       3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(16));
+}
+
+struct Q4_1Unpack {
+  using Block = BlockQ4_1;
+  static constexpr bool kHasMin = true;
+  static __m256i quants(const Block& b) { return block32_nibbles(b.qs); }
+};
+struct Q5_0Unpack {
+  using Block = BlockQ5_0;
+  static constexpr bool kHasMin = false;  // weights are q - 16
+  static __m256i quants(const Block& b) {
+    return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
+  }
+};
+struct Q5_1Unpack {
+  using Block = BlockQ5_1;
+  static constexpr bool kHasMin = true;
+  static __m256i quants(const Block& b) {
+    return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
+  }
+};
+
+// Eight int32x8 partial sums -> one vector whose lane j is the total of v[j] (exact).
+[[gnu::always_inline]] static inline __m256i hsum8_i32(const __m256i* v) {
+  const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]);
+  const __m256i h23 = _mm256_hadd_epi32(v[2], v[3]);
+  const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]);
+  const __m256i h67 = _mm256_hadd_epi32(v[6], v[7]);
+  const __m256i h0123 = _mm256_hadd_epi32(h01, h23);  // lanes 0..3: v0..v3 low halves, 4..7 high
+  const __m256i h4567 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+template <class Isa, class Unpack>
+struct Block32Kernel {
+  using Block = typename Unpack::Block;
+  template <int T>
+  static void run(const uint8_t* row, const MatmulActs& a, int64_t t0, int64_t n, float* out) {
+    const auto* blocks = reinterpret_cast<const Block*>(row);
+    const int64_t nb = n / kQBlock;
+    const TokenRows<T> x = token_rows<T>(a, t0, n, nb, nb);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+      __m256i dots[T][8];
+      alignas(16) uint16_t d_bits[8], m_bits[8] = {};
+      for (int j = 0; j < 8; ++j) {
+        const Block& blk = blocks[b + j];
+        const __m256i q = Unpack::quants(blk);
+        d_bits[j] = blk.d;
+        if constexpr (Unpack::kHasMin) m_bits[j] = blk.m;
+        for (int t = 0; t < T; ++t) dots[t][j] = Isa::dot(q, load_i8x32(x.q[t] + (b + j) * kQBlock));
+      }
+      const __m256 w_d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d_bits)));
+      const __m256 w_m = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(m_bits)));
+      for (int t = 0; t < T; ++t) {
+        __m256i dot = hsum8_i32(dots[t]);
+        const __m256i sums = _mm256_cvtepi16_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + b)));
+        if constexpr (!Unpack::kHasMin) dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(sums, 4));
+        const __m256 x_d = _mm256_loadu_ps(x.d[t] + b);
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, x_d), _mm256_cvtepi32_ps(dot), acc[t]);
+        if constexpr (Unpack::kHasMin)
+          acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_m, x_d), _mm256_cvtepi32_ps(sums), acc[t]);
+      }
+    }
+    alignas(32) float lanes[T][8];
+    for (int t = 0; t < T; ++t) _mm256_store_ps(lanes[t], acc[t]);
+    for (; b < nb; ++b) {  // the last blocks, one at a time
+      const Block& blk = blocks[b];
+      const __m256i q = Unpack::quants(blk);
+      const float w_d = f16c_to_f32(blk.d);
+      float w_m = 0.0f;
+      if constexpr (Unpack::kHasMin) w_m = f16c_to_f32(blk.m);
+      for (int t = 0; t < T; ++t) {
+        int32_t dot = hsum_i32(Isa::dot(q, load_i8x32(x.q[t] + b * kQBlock)));
+        if constexpr (!Unpack::kHasMin) dot -= 16 * x.sums[t][b];
+        lanes[t][b % 8] = block32_lane_update<Unpack::kHasMin>(lanes[t][b % 8], w_d, w_m,
+                                                               x.d[t][b], dot, x.sums[t][b]);
+      }
+    }
+    for (int t = 0; t < T; ++t) out[t] = lanes8_reduce(lanes[t]);
+  }
+};
+
+}  // namespace tally::cpu::detail::simd
