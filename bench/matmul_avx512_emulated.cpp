@@ -68,6 +68,8 @@ TEST(MatmulAvx512Emulated, BitIdenticalToScalar) {
       {DType::kQ2_K, emu.q2_k, ref.q2_k, 256}, {DType::kQ2_K, emu.q2_k, ref.q2_k, 2560},
       {DType::kQ3_K, emu.q3_k, ref.q3_k, 256}, {DType::kQ3_K, emu.q3_k, ref.q3_k, 2560},
       {DType::kQ5_K, emu.q5_k, ref.q5_k, 256}, {DType::kQ5_K, emu.q5_k, ref.q5_k, 2560},
+      {DType::kIQ4_NL, emu.iq4_nl, ref.iq4_nl, 96}, {DType::kIQ4_NL, emu.iq4_nl, ref.iq4_nl, 800},
+      {DType::kIQ4_XS, emu.iq4_xs, ref.iq4_xs, 256}, {DType::kIQ4_XS, emu.iq4_xs, ref.iq4_xs, 2560},
       {DType::kF16, emu.f16, ref.f16, 67},     {DType::kF32, emu.f32, ref.f32, 67},
       {DType::kBF16, emu.bf16, ref.bf16, 67},
   };

@@ -5,7 +5,8 @@
 //   vectors (norms, biases, rope_freqs)  f32, whatever the scheme (llama.cpp quantizes only
 //                                        tensors of 2+ dims)
 //   f32 / f16 / bf16                     every matrix in that type (convert_hf_to_gguf.py)
-//   quantized schemes (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k_m, q5_k_m):
+//   quantized schemes (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, q4_k_m,
+//   q5_k_m):
 //     output.weight, or token_embd.weight when the output is tied to it:
 //                                        q8_0 stays q8_0; the others give q6_K
 //     token_embd.weight (untied)         the base type
@@ -13,13 +14,13 @@
 //                  i < L/8 || i >= 7L/8 || (i - L/8) % 3 == 2   (llama.cpp's use_more_bits;
 //                  it counts attn_v tensors in layer order, so its index is the layer)
 //     everything else                    the base type
-//   q2_k and q3_k are "pure" schemes (every matrix in that type, the output in q6_K), not
-//   llama.cpp's Q2_K / Q3_K_S/M/L mixes, which also vary attn_v, ffn_down and attn_output.
+//   q2_k, q3_k, iq4_nl and iq4_xs are "pure" schemes (every matrix in that type, the output
+//   in q6_K), not llama.cpp's Q2_K / Q3_K_S/M/L / IQ4_* mixes, which also vary attn_v,
+//   ffn_down and attn_output.
 //   rows that are not whole blocks of the chosen type fall back as llama.cpp does
 //     (plan/llama_quant_rules.h, shared with the planner): q6_K -> q8_0; q4_K -> q5_0;
-//     q5_K -> q5_1; q2_K / q3_K -> iq4_nl, which tally cannot compute, so q8_0 here (the one
-//     deviation); then f16 if even q8_0 does not fit; q8_0 / q4_0 rows that are not
-//     multiples of 32 are an error, as in llama.cpp.
+//     q5_K -> q5_1; q2_K / q3_K / iq4_xs -> iq4_nl; then f16 if even that does not fit;
+//     32-block rows that are not multiples of 32 are an error, as in llama.cpp.
 // Not modelled: llama.cpp's bump of attn_v from q4_K to q5_K in 70B llama models and its MoE
 // rules.
 #pragma once
@@ -42,8 +43,8 @@ struct QuantScheme {
   uint32_t file_type = 1;     // general.file_type, llama.cpp's llama_ftype number
 };
 
-// f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k_m, q5_k_m; "q4_k" and "q5_k"
-// are aliases of q4_k_m and q5_k_m (as in llama-quantize). Case-insensitive.
+// f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, q4_k_m, q5_k_m;
+// "q4_k" and "q5_k" are aliases of q4_k_m and q5_k_m (as in llama-quantize). Case-insensitive.
 Result<QuantScheme> quant_scheme_from_name(std::string_view name);
 std::vector<std::string> quant_scheme_names();
 

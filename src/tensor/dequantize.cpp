@@ -132,6 +132,27 @@ void dequantize_q2_k(const BlockQ2_K* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
+void dequantize_iq4_nl(const BlockIQ4_NL* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    for (int i = 0; i < kQBlock; ++i)
+      dst[b * kQBlock + i] = d * static_cast<float>(kIq4Values[q32_nibble(blocks[b].qs, i)]);
+  }
+}
+
+void dequantize_iq4_xs(const BlockIQ4_XS* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockIQ4_XS& blk = blocks[b];
+    const float d = f16_to_f32(blk.d);
+    for (int j = 0; j < 8; ++j) {
+      const float step = d * static_cast<float>(iq4xs_scale(blk, j) - 32);
+      for (int i = 0; i < 32; ++i)
+        dst[b * kQKBlock + 32 * j + i] =
+            step * static_cast<float>(kIq4Values[q32_nibble(blk.qs + 16 * j, i)]);
+    }
+  }
+}
+
 }  // namespace
 
 bool dtype_has_row_conversion(DType type) {
@@ -149,6 +170,8 @@ bool dtype_has_row_conversion(DType type) {
     case DType::kQ5_K:
     case DType::kQ3_K:
     case DType::kQ2_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -194,6 +217,10 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
       return dequantize_q3_k(static_cast<const BlockQ3_K*>(src), dst, n_blocks);
     case DType::kQ2_K:
       return dequantize_q2_k(static_cast<const BlockQ2_K*>(src), dst, n_blocks);
+    case DType::kIQ4_NL:
+      return dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n_blocks);
+    case DType::kIQ4_XS:
+      return dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n_blocks);
     default:
       TALLY_CHECK(false, "dequantize_row: no conversion for {}", t.name);
   }

@@ -19,7 +19,10 @@
 //                     low 2 bits as Q2_K's, bit 2 is bit i/32 of hmask[i % 32]; s 6-bit
 //                     packed in scales[12] (see q3k_scale)
 //   Q2_K 256 values:  16 sub-blocks of 16, value = d * (scales[j] & 15) * q -
-//                     dmin * (scales[j] >> 4), q in 0..3 (see q2k_quant)
+//                     dmin * (scales[j] >> 4), q in 0..3 (see k_quant_2bits)
+//   IQ4_NL 32 values: d * kIq4Values[q], q as Q4_0's nibbles (a non-linear 4-bit grid)
+//   IQ4_XS 256 values: 8 sub-blocks of 32, value = d * (s[j] - 32) * kIq4Values[q]: sub-block
+//                     j's nibbles are qs[16j..16j+15] as in IQ4_NL; s 6-bit (see iq4xs_scale)
 #pragma once
 
 #include <cstddef>
@@ -95,6 +98,22 @@ struct BlockQ2_K {
   uint16_t dmin;
 };
 
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQBlock / 2];
+};
+
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;  // top 2 bits of scale j at bits 2j..2j+1
+  uint8_t scales_l[kQKBlock / 64];  // low 4 bits of scale j: nibble j % 2 of byte j / 2
+  uint8_t qs[kQKBlock / 2];
+};
+
+// The 16 values of IQ4_NL / IQ4_XS's 4-bit codes (ggml's kvalues_iq4nl).
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
 static_assert(sizeof(BlockQ8_0) == 34 && offsetof(BlockQ8_0, qs) == 2);
 static_assert(sizeof(BlockQ4_0) == 18 && offsetof(BlockQ4_0, qs) == 2);
 static_assert(sizeof(BlockQ4_K) == 144 && offsetof(BlockQ4_K, scales) == 4 &&
@@ -110,6 +129,9 @@ static_assert(sizeof(BlockQ5_K) == 176 && offsetof(BlockQ5_K, scales) == 4 &&
               offsetof(BlockQ5_K, qh) == 16 && offsetof(BlockQ5_K, qs) == 48);
 static_assert(sizeof(BlockQ3_K) == 110 && offsetof(BlockQ3_K, qs) == 32 &&
               offsetof(BlockQ3_K, scales) == 96 && offsetof(BlockQ3_K, d) == 108);
+static_assert(sizeof(BlockIQ4_NL) == 18 && offsetof(BlockIQ4_NL, qs) == 2);
+static_assert(sizeof(BlockIQ4_XS) == 136 && offsetof(BlockIQ4_XS, scales_l) == 4 &&
+              offsetof(BlockIQ4_XS, qs) == 8);
 static_assert(sizeof(BlockQ2_K) == 84 && offsetof(BlockQ2_K, qs) == 16 &&
               offsetof(BlockQ2_K, d) == 80 && offsetof(BlockQ2_K, dmin) == 82);
 
@@ -200,6 +222,11 @@ inline void q3k_pack_scales(const uint8_t* s, uint8_t* scales) {
     scales[j % 8] = static_cast<uint8_t>(scales[j % 8] | ((s[j] & 15) << (j < 8 ? 0 : 4)));
     scales[8 + j % 4] = static_cast<uint8_t>(scales[8 + j % 4] | ((s[j] >> 4) << (2 * (j / 4))));
   }
+}
+
+// IQ4_XS's 6-bit scale of sub-block j (0..7), 0..63 (the factor is s - 32).
+[[gnu::always_inline]] inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
+  return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | (((b.scales_h >> (2 * j)) & 3) << 4);
 }
 
 }  // namespace tally

@@ -128,6 +128,10 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
       return detail::quantize_q3_k(src, static_cast<BlockQ3_K*>(dst), n_blocks);
     case DType::kQ2_K:
       return detail::quantize_q2_k(src, static_cast<BlockQ2_K*>(dst), n_blocks);
+    case DType::kIQ4_NL:
+      return detail::quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n_blocks);
+    case DType::kIQ4_XS:
+      return detail::quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n_blocks);
     default:
       TALLY_CHECK(false, "quantize_row: no conversion for {}", t.name);
   }

@@ -1,6 +1,7 @@
 // Pieces shared by the quantizers (quantize.cpp, quantize_k.cpp); not a public interface.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -55,5 +56,7 @@ void quantize_q6_k(const float* src, BlockQ6_K* dst, int64_t n_blocks);
 void quantize_q5_k(const float* src, BlockQ5_K* dst, int64_t n_blocks);
 void quantize_q3_k(const float* src, BlockQ3_K* dst, int64_t n_blocks);
 void quantize_q2_k(const float* src, BlockQ2_K* dst, int64_t n_blocks);
+void quantize_iq4_nl(const float* src, BlockIQ4_NL* dst, int64_t n_blocks);
+void quantize_iq4_xs(const float* src, BlockIQ4_XS* dst, int64_t n_blocks);
 
 }  // namespace tally::detail

@@ -101,6 +101,10 @@ MatmulTileFn tile_fn(const MatmulKernels& k, DType type) {
       return k.q3_k;
     case DType::kQ5_K:
       return k.q5_k;
+    case DType::kIQ4_NL:
+      return k.iq4_nl;
+    case DType::kIQ4_XS:
+      return k.iq4_xs;
     default:
       break;
   }

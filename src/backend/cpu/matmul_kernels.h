@@ -18,8 +18,10 @@
 //    (Q4_K then also lane = fma(-(w_min_scale * x_scale), float(int_min_dot), lane)),
 //    then lanes8_reduce. Lanes that get no block keep their value (vector code must not
 //    even add 0 to them: that would turn a -0 into +0).
-//    Q5_K / Q2_K follow Q4_K (q4k_lane_update), Q3_K follows Q6_K (one fma per super-block).
-//    Q4_1 / Q5_0 / Q5_1 (32-element blocks, per-row kernels): block b goes to lane b % 8 as
+//    Q5_K / Q2_K follow Q4_K (q4k_lane_update), Q3_K / IQ4_XS follow Q6_K (one fma per
+//    super-block).
+//    Q4_1 / Q5_0 / Q5_1 / IQ4_NL (32-element blocks, per-row kernels): block b goes to lane
+//    b % 8 as
 //      lane = fma(w_scale * x_scale, float(int_dot), lane)       (Q5_0: int_dot of q - 16)
 //    and Q4_1 / Q5_1 then lane = fma(w_min * x_scale, float(x_block_sum), lane); then
 //    lanes8_reduce.
@@ -69,7 +71,7 @@ using ActQuantFn = void (*)(const float* x, int64_t n_in, int8_t* q, float* d, i
 struct MatmulKernels {
   const char* name;
   MatmulTileFn f32, f16, bf16, q8_0, q4_0, q4_k, q6_k;
-  MatmulTileFn q4_1, q5_0, q5_1, q2_k, q3_k, q5_k;
+  MatmulTileFn q4_1, q5_0, q5_1, q2_k, q3_k, q5_k, iq4_nl, iq4_xs;
   ActQuantFn act32, act_k;  // for 32-block and K-quant weights
 };
 

@@ -120,9 +120,9 @@ float dot_q6_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   return lanes8_reduce(lanes);
 }
 
-// Q4_1 / Q5_0 / Q5_1: Quant(block, i) is element i's unsigned quant; Q5_0's weights are
-// q - 16, the others d * q + m.
-template <typename Block, int (*Quant)(const Block&, int), bool kHasMin>
+// Q4_1 / Q5_0 / Q5_1 / IQ4_NL: Quant(block, i) is element i's integer weight before the
+// offset; Q5_0's weights are q - 16 (kOffset), Q4_1 / Q5_1's d * q + m, IQ4_NL's d * q.
+template <typename Block, int (*Quant)(const Block&, int), bool kHasMin, int kOffset = 0>
 float dot_block32(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   const auto* blocks = reinterpret_cast<const Block*>(row);
   const int64_t nb = n / kQBlock;
@@ -135,11 +135,8 @@ float dot_block32(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n)
     int32_t dot = 0;
     for (int i = 0; i < kQBlock; ++i) dot += Quant(blocks[b], i) * x[i];
     float w_m = 0.0f;
-    if constexpr (kHasMin) {
-      w_m = f16_to_f32(blocks[b].m);
-    } else {
-      dot -= 16 * xs[b];
-    }
+    if constexpr (kHasMin) w_m = f16_to_f32(blocks[b].m);
+    dot -= kOffset * xs[b];
     lanes[b % 8] = block32_lane_update<kHasMin>(lanes[b % 8], f16_to_f32(blocks[b].d), w_m, xd[b],
                                                 dot, xs[b]);
   }
@@ -149,6 +146,28 @@ float dot_block32(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n)
 int quant_q4_1(const BlockQ4_1& b, int i) { return q32_nibble(b.qs, i); }
 int quant_q5_0(const BlockQ5_0& b, int i) { return q32_nibble(b.qs, i) | q5_high(b.qh, i); }
 int quant_q5_1(const BlockQ5_1& b, int i) { return q32_nibble(b.qs, i) | q5_high(b.qh, i); }
+int quant_iq4_nl(const BlockIQ4_NL& b, int i) { return kIq4Values[q32_nibble(b.qs, i)]; }
+
+float dot_iq4_xs(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(row);
+  const int64_t nb = n / kQKBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XS& blk = blocks[b];
+    const int8_t* x = xq + b * kQKBlock;
+    int32_t dot = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t sub = 0;
+      for (int i = 0; i < 32; ++i) sub += kIq4Values[q32_nibble(blk.qs + 16 * j, i)] * x[32 * j + i];
+      dot += (iq4xs_scale(blk, j) - 32) * sub;
+    }
+    const float c = f16_to_f32(blk.d) * xd[b];
+    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
 
 float dot_q3_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   const auto* blocks = reinterpret_cast<const BlockQ3_K*>(row);
@@ -238,11 +257,13 @@ const MatmulKernels& matmul_kernels_scalar() {
       tile_quant<dot_q45_k<BlockQ4_K, q4k_quant>>,
       tile_quant<dot_q6_k>,
       tile_quant<dot_block32<BlockQ4_1, quant_q4_1, true>>,
-      tile_quant<dot_block32<BlockQ5_0, quant_q5_0, false>>,
+      tile_quant<dot_block32<BlockQ5_0, quant_q5_0, false, 16>>,
       tile_quant<dot_block32<BlockQ5_1, quant_q5_1, true>>,
       tile_quant<dot_q2_k>,
       tile_quant<dot_q3_k>,
       tile_quant<dot_q45_k<BlockQ5_K, q5k_quant>>,
+      tile_quant<dot_block32<BlockIQ4_NL, quant_iq4_nl, false>>,
+      tile_quant<dot_iq4_xs>,
       act_quantize_row32,
       act_quantize_row_k,
   };

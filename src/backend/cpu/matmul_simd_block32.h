@@ -40,21 +40,27 @@ namespace tally::cpu::detail::simd {
   return _mm256_and_si256(set, _mm256_set1_epi8(16));
 }
 
+// An Unpack gives a block's 32 weights before scaling (`quants`, in element order), whether
+// they are signed int8 (kSigned; else unsigned bytes), whether the block has a min (m) and
+// the offset its weights subtract (weights q - kOffset).
 struct Q4_1Unpack {
   using Block = BlockQ4_1;
-  static constexpr bool kHasMin = true;
+  static constexpr bool kHasMin = true, kSigned = false;
+  static constexpr int kOffset = 0;
   static __m256i quants(const Block& b) { return block32_nibbles(b.qs); }
 };
 struct Q5_0Unpack {
   using Block = BlockQ5_0;
-  static constexpr bool kHasMin = false;  // weights are q - 16
+  static constexpr bool kHasMin = false, kSigned = false;
+  static constexpr int kOffset = 16;
   static __m256i quants(const Block& b) {
     return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
   }
 };
 struct Q5_1Unpack {
   using Block = BlockQ5_1;
-  static constexpr bool kHasMin = true;
+  static constexpr bool kHasMin = true, kSigned = false;
+  static constexpr int kOffset = 0;
   static __m256i quants(const Block& b) {
     return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
   }
@@ -70,6 +76,14 @@ struct Q5_1Unpack {
   const __m256i h4567 = _mm256_hadd_epi32(h45, h67);
   return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
                           _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+// The exact dot of 32 weights with 32 int8 activations. Signed weights go through the u8 x s8
+// instructions as |w| times x with w's sign (|w|, |x| <= 127: no saturation).
+template <class Isa, class Unpack>
+[[gnu::always_inline]] static inline __m256i block32_dot(__m256i q, __m256i x) {
+  if constexpr (Unpack::kSigned) return Isa::dot(_mm256_abs_epi8(q), _mm256_sign_epi8(x, q));
+  return Isa::dot(q, x);
 }
 
 template <class Isa, class Unpack>
@@ -91,7 +105,8 @@ struct Block32Kernel {
         const __m256i q = Unpack::quants(blk);
         d_bits[j] = blk.d;
         if constexpr (Unpack::kHasMin) m_bits[j] = blk.m;
-        for (int t = 0; t < T; ++t) dots[t][j] = Isa::dot(q, load_i8x32(x.q[t] + (b + j) * kQBlock));
+        for (int t = 0; t < T; ++t)
+          dots[t][j] = block32_dot<Isa, Unpack>(q, load_i8x32(x.q[t] + (b + j) * kQBlock));
       }
       const __m256 w_d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d_bits)));
       const __m256 w_m = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(m_bits)));
@@ -99,7 +114,8 @@ struct Block32Kernel {
         __m256i dot = hsum8_i32(dots[t]);
         const __m256i sums = _mm256_cvtepi16_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + b)));
-        if constexpr (!Unpack::kHasMin) dot = _mm256_sub_epi32(dot, _mm256_slli_epi32(sums, 4));
+        if constexpr (Unpack::kOffset != 0)
+          dot = _mm256_sub_epi32(dot, _mm256_mullo_epi32(sums, _mm256_set1_epi32(Unpack::kOffset)));
         const __m256 x_d = _mm256_loadu_ps(x.d[t] + b);
         acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(w_d, x_d), _mm256_cvtepi32_ps(dot), acc[t]);
         if constexpr (Unpack::kHasMin)
@@ -115,8 +131,8 @@ struct Block32Kernel {
       float w_m = 0.0f;
       if constexpr (Unpack::kHasMin) w_m = f16c_to_f32(blk.m);
       for (int t = 0; t < T; ++t) {
-        int32_t dot = hsum_i32(Isa::dot(q, load_i8x32(x.q[t] + b * kQBlock)));
-        if constexpr (!Unpack::kHasMin) dot -= 16 * x.sums[t][b];
+        int32_t dot = hsum_i32(block32_dot<Isa, Unpack>(q, load_i8x32(x.q[t] + b * kQBlock)));
+        dot -= Unpack::kOffset * x.sums[t][b];
         lanes[t][b % 8] = block32_lane_update<Unpack::kHasMin>(lanes[t][b % 8], w_d, w_m,
                                                                x.d[t][b], dot, x.sums[t][b]);
       }

@@ -41,7 +41,7 @@ TEST(ConvertSynthetic, FlagMistakesAreUsageErrors) {
            " --tokenizer " + shell_quote(tally_test::repo_path("README.md")) + out,
        "give one of"},
       {"convert --synthetic gpt-5" + out, "no model preset named 'gpt-5'"},
-      {"convert --synthetic tinyllama-1.1b --type iq4_xs" + out, "unknown weight type 'iq4_xs'"},
+      {"convert --synthetic tinyllama-1.1b --type iq2_xs" + out, "unknown weight type 'iq2_xs'"},
       {"convert --seed 3 --llama2c " + shell_quote(tally_test::repo_path("README.md")) + " --tokenizer " +
            shell_quote(tally_test::repo_path("README.md")) + out,
        "--seed only applies to --synthetic"},

@@ -36,6 +36,7 @@ const std::vector<Case> kCases = {
     {DType::kQ4_1, {32, 96, 256, 800}}, {DType::kQ5_0, {32, 96, 256, 800}},
     {DType::kQ5_1, {32, 96, 256, 800}}, {DType::kQ2_K, {256, 512, 2304}},
     {DType::kQ3_K, {256, 512, 2304}},   {DType::kQ5_K, {256, 512, 2304}},
+    {DType::kIQ4_NL, {32, 96, 256, 800}}, {DType::kIQ4_XS, {256, 512, 2304}},
 };
 
 const IsaLevel kLevels[] = {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512};

@@ -1,5 +1,5 @@
 // The per-tensor types of each scheme follow llama.cpp's llama-quantize rules
-// (llama_tensor_get_type), with q8_0 standing in for iq4_nl.
+// (llama_tensor_get_type).
 #include "quant/quant_scheme.h"
 
 #include <algorithm>
@@ -58,7 +58,9 @@ TEST(QuantScheme, NamesAliasesAndLlamaCppFileTypes) {
   EXPECT_EQ(k5.file_type, 17u);
   EXPECT_TRUE(k5.k_mix);
   EXPECT_EQ(k5.base, DType::kQ5_K);
-  EXPECT_FALSE(quant_scheme_from_name("iq4_xs").ok());
+  EXPECT_EQ(scheme("iq4_nl").file_type, 25u);
+  EXPECT_EQ(scheme("iq4_xs").file_type, 30u);
+  EXPECT_FALSE(quant_scheme_from_name("iq2_xs").ok());
   EXPECT_FALSE(quant_scheme_from_name("").ok());
   EXPECT_TRUE(quant_scheme_is_quantized(scheme("q8_0")));
   EXPECT_FALSE(quant_scheme_is_quantized(scheme("bf16")));
@@ -132,7 +134,7 @@ TEST(QuantScheme, TiedEmbeddingIsTheOutputAndRowsOf896FallBack) {
   EXPECT_EQ(k5.at("blk.3.attn_q.weight"), DType::kQ5_1);  // q5_K -> q5_1
   EXPECT_EQ(k5.at("blk.4.ffn_down.weight"), DType::kQ5_K);
   const auto k2 = types_of(scheme("q2_k"), m);
-  EXPECT_EQ(k2.at("blk.3.attn_q.weight"), DType::kQ8_0);  // q2_K -> (iq4_nl in llama.cpp) q8_0
+  EXPECT_EQ(k2.at("blk.3.attn_q.weight"), DType::kIQ4_NL);  // q2_K -> iq4_nl
   EXPECT_EQ(k2.at("blk.4.ffn_down.weight"), DType::kQ2_K);
   EXPECT_EQ(km.at("blk.3.attn_q.bias"), DType::kF32);
   const auto q4 = types_of(scheme("q4_0"), m);

@@ -134,7 +134,9 @@ TEST(Dequantize, Conversions) {
                   DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
                   DType::kQ5_K, DType::kQ6_K})
     EXPECT_TRUE(dtype_has_row_conversion(t)) << dtype_name(t);
-  EXPECT_FALSE(dtype_has_row_conversion(DType::kIQ4_NL));
+  EXPECT_TRUE(dtype_has_row_conversion(DType::kIQ4_NL));
+  EXPECT_TRUE(dtype_has_row_conversion(DType::kIQ4_XS));
+  EXPECT_FALSE(dtype_has_row_conversion(DType::kIQ2_XS));
   EXPECT_FALSE(dtype_has_row_conversion(DType::kQ8_K));
 }
 
@@ -227,6 +229,41 @@ TEST(Dequantize, Q2K) {
     const int j = e / 16;
     EXPECT_EQ(out[e], 2.0f * ((j * 3) & 15) * ((e * 3 + e / 7) % 4) - 0.5f * (15 - j)) << e;
   }
+}
+
+// ggml's kvalues_iq4nl, written out here rather than taken from the header under test.
+constexpr int kIq4Grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+TEST(Dequantize, IQ4NLUsesTheGrid) {
+  std::vector<uint8_t> bytes(18);
+  put_u16(bytes, 0, 0x3800);  // d = 0.5
+  for (int i = 0; i < 16; ++i) bytes[2 + i] = static_cast<uint8_t>(i | ((15 - i) << 4));
+  const auto out = decode(DType::kIQ4_NL, bytes, 32);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(out[i], 0.5f * kIq4Grid[i]) << i;
+    EXPECT_EQ(out[16 + i], 0.5f * kIq4Grid[15 - i]) << i;
+  }
+}
+
+TEST(Dequantize, IQ4XS) {
+  // 6-bit scales s (the factor is s - 32): low nibble j % 2 of scales_l[j / 2], top bits
+  // 2j..2j+1 of scales_h; sub-block j's 32 codes in qs[16j..16j+15] as IQ4_NL's.
+  const int s[8] = {0, 63, 31, 32, 33, 17, 48, 5};
+  std::vector<uint8_t> bytes(136);
+  put_u16(bytes, 0, 0x3400);  // d = 0.25
+  uint16_t scales_h = 0;
+  for (int j = 0; j < 8; ++j) {
+    bytes[4 + j / 2] |= static_cast<uint8_t>((s[j] & 15) << (4 * (j % 2)));
+    scales_h = static_cast<uint16_t>(scales_h | ((s[j] >> 4) << (2 * j)));
+  }
+  put_u16(bytes, 2, scales_h);
+  for (int e = 0; e < 256; ++e) {
+    const int code = (e * 7 + e / 32) % 16, j = e / 32, w = e % 32;
+    bytes[8 + 16 * j + w % 16] |= static_cast<uint8_t>(code << (w < 16 ? 0 : 4));
+  }
+  const auto out = decode(DType::kIQ4_XS, bytes, 256);
+  for (int e = 0; e < 256; ++e)
+    EXPECT_EQ(out[e], 0.25f * (s[e / 32] - 32) * kIq4Grid[(e * 7 + e / 32) % 16]) << e;
 }
 
 }  // namespace

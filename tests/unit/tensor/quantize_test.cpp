@@ -165,6 +165,10 @@ TEST(Quantize, LowBitTypesWithinTheirStep) {
       {DType::kQ3_K, 256, (1.0 / 6 + 1.0 / 186) * 1.01},
       // 3 steps over a span of up to 2A + dmin (A/15), plus d (<= that over 15): < 0.37 A.
       {DType::kQ2_K, 256, 0.37},
+      // The extreme maps to -127; the far side may clamp at +113 (14 steps of amax/127),
+      // the widest gap of the grid is 24 (12 steps); IQ4_XS's step may grow by d <= A/(127*31).
+      {DType::kIQ4_NL, 32, 14.0 / 127 * (1 + 1.0 / 1024)},
+      {DType::kIQ4_XS, 256, 14.0 / 127 * (1 + 1.0 / 31) * 1.001},
   };
   uint32_t seed = 10;
   for (const RoundTripCase& c : cases) {
@@ -192,6 +196,7 @@ TEST(Quantize, MoreBitsMeanLessError) {
   EXPECT_LT(rms(DType::kQ5_K), rms(DType::kQ4_K));
   EXPECT_LT(rms(DType::kQ6_K), rms(DType::kQ5_K));
   EXPECT_LT(rms(DType::kQ5_0), rms(DType::kQ4_1));
+  EXPECT_LT(rms(DType::kIQ4_NL), rms(DType::kQ4_0));  // the grid fits bell-shaped data
   EXPECT_LT(rms(DType::kQ5_1), rms(DType::kQ4_1));
   EXPECT_LT(rms(DType::kQ8_0), rms(DType::kQ5_1));
 }
