@@ -29,9 +29,11 @@ void dequantize_q4_0(const BlockQ4_0* blocks, float* dst, int64_t n_blocks) {
   }
 }
 
-void dequantize_q4_k(const BlockQ4_K* blocks, float* dst, int64_t n_blocks) {
+// Q4_K and Q5_K: Quant(block, i) is element i's 4- or 5-bit quant.
+template <typename Block, int (*Quant)(const Block&, int)>
+void dequantize_q45_k(const Block* blocks, float* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ4_K& blk = blocks[b];
+    const Block& blk = blocks[b];
     const float d = f16_to_f32(blk.d);
     const float dmin = f16_to_f32(blk.dmin);
     float* out = dst + b * kQKBlock;  // [256]
@@ -41,23 +43,28 @@ void dequantize_q4_k(const BlockQ4_K* blocks, float* dst, int64_t n_blocks) {
       const float step = d * static_cast<float>(sc);
       const float offset = dmin * static_cast<float>(m);
       for (int i = j * 32; i < j * 32 + 32; ++i)
-        out[i] = step * static_cast<float>(q4k_quant(blk, i)) - offset;
+        out[i] = step * static_cast<float>(Quant(blk, i)) - offset;
     }
   }
 }
 
-void dequantize_q6_k(const BlockQ6_K* blocks, float* dst, int64_t n_blocks) {
+// Q6_K and Q3_K: 16 sub-blocks of 16, value = d * Scale(block, j) * Weight(block, i), both
+// signed (the quants' offsets already subtracted).
+template <typename Block, int (*Scale)(const Block&, int), int (*Weight)(const Block&, int)>
+void dequantize_sym16(const Block* blocks, float* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ6_K& blk = blocks[b];
+    const Block& blk = blocks[b];
     const float d = f16_to_f32(blk.d);
     float* out = dst + b * kQKBlock;  // [256]
     for (int j = 0; j < 16; ++j) {
-      const float step = d * static_cast<float>(blk.scales[j]);
-      for (int i = j * 16; i < j * 16 + 16; ++i)
-        out[i] = step * static_cast<float>(q6k_quant(blk, i) - 32);
+      const float step = d * static_cast<float>(Scale(blk, j));
+      for (int i = j * 16; i < j * 16 + 16; ++i) out[i] = step * static_cast<float>(Weight(blk, i));
     }
   }
 }
+
+int q6k_weight(const BlockQ6_K& b, int i) { return q6k_quant(b, i) - 32; }
+int q3k_weight(const BlockQ3_K& b, int i) { return q3k_quant(b, i) - 4; }
 
 void dequantize_q4_1(const BlockQ4_1* blocks, float* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -83,36 +90,6 @@ void dequantize_q5_1(const BlockQ5_1* blocks, float* dst, int64_t n_blocks) {
     for (int i = 0; i < kQBlock; ++i) {
       const int q = q32_nibble(blocks[b].qs, i) | q5_high(blocks[b].qh, i);
       dst[b * kQBlock + i] = d * static_cast<float>(q) + m;
-    }
-  }
-}
-
-void dequantize_q5_k(const BlockQ5_K* blocks, float* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ5_K& blk = blocks[b];
-    const float d = f16_to_f32(blk.d);
-    const float dmin = f16_to_f32(blk.dmin);
-    float* out = dst + b * kQKBlock;  // [256]
-    for (int j = 0; j < 8; ++j) {
-      int sc = 0, m = 0;
-      q4k_scale_min(blk.scales, j, &sc, &m);
-      const float step = d * static_cast<float>(sc);
-      const float offset = dmin * static_cast<float>(m);
-      for (int i = j * 32; i < j * 32 + 32; ++i)
-        out[i] = step * static_cast<float>(q5k_quant(blk, i)) - offset;
-    }
-  }
-}
-
-void dequantize_q3_k(const BlockQ3_K* blocks, float* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ3_K& blk = blocks[b];
-    const float d = f16_to_f32(blk.d);
-    float* out = dst + b * kQKBlock;  // [256]
-    for (int j = 0; j < 16; ++j) {
-      const float step = d * static_cast<float>(q3k_scale(blk.scales, j) - 32);
-      for (int i = j * 16; i < j * 16 + 16; ++i)
-        out[i] = step * static_cast<float>(q3k_quant(blk, i) - 4);
     }
   }
 }
@@ -202,9 +179,10 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::kQ4_0:
       return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
     case DType::kQ4_K:
-      return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
+      return dequantize_q45_k<BlockQ4_K, q4k_quant>(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
     case DType::kQ6_K:
-      return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+      return dequantize_sym16<BlockQ6_K, q6k_signed_scale, q6k_weight>(
+          static_cast<const BlockQ6_K*>(src), dst, n_blocks);
     case DType::kQ4_1:
       return dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n_blocks);
     case DType::kQ5_0:
@@ -212,9 +190,10 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::kQ5_1:
       return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n_blocks);
     case DType::kQ5_K:
-      return dequantize_q5_k(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
+      return dequantize_q45_k<BlockQ5_K, q5k_quant>(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
     case DType::kQ3_K:
-      return dequantize_q3_k(static_cast<const BlockQ3_K*>(src), dst, n_blocks);
+      return dequantize_sym16<BlockQ3_K, q3k_signed_scale, q3k_weight>(
+          static_cast<const BlockQ3_K*>(src), dst, n_blocks);
     case DType::kQ2_K:
       return dequantize_q2_k(static_cast<const BlockQ2_K*>(src), dst, n_blocks);
     case DType::kIQ4_NL:
