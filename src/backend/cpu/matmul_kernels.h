@@ -36,7 +36,7 @@
 
 namespace tally::cpu::detail {
 
-inline constexpr int kActBlock = 32;     // activation block for Q8_0 / Q4_0 weights
+inline constexpr int kActBlock = 32;     // activation block for the 32-block weight types
 inline constexpr int kActBlockK = 256;   // activation block for K-quant weights
 inline constexpr int kActSumGroup = 16;  // K activations keep a sum per 16 values
 

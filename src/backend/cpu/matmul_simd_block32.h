@@ -1,5 +1,5 @@
-// Per-row kernels for the 32-block types with a min or a 5th bit (Q4_1, Q5_0, Q5_1) on
-// 256-bit integer vectors; included only by matmul_avx2.cpp and matmul_avx512.cpp, whose
+// Per-row kernels for the 32-block types other than Q8_0 / Q4_0 (Q4_1, Q5_0, Q5_1, and
+// IQ4_NL through matmul_simd_iq4.h) on 256-bit integer vectors; included only by matmul_avx2.cpp and matmul_avx512.cpp, whose
 // `Isa` policies supply the u8 x s8 dot (matmul_simd_quant.h).
 //
 // Canonical order (matmul_kernels.h): block b enters float lane b % 8. Eight blocks at a time
