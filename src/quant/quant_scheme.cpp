@@ -41,7 +41,8 @@ Result<QuantScheme> quant_scheme_from_name(std::string_view name) {
   for (const SchemeRow& row : kSchemes) {
     if (n == row.name) return QuantScheme{row.name, row.base, row.k_mix, row.file_type};
   }
-  return make_error(ErrorCode::kInvalidArgument, "unknown weight type '{}' (types: {}; q4_k = q4_k_m, q5_k = q5_k_m)", name,
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown weight type '{}' (types: {}; q4_k = q4_k_m, q5_k = q5_k_m)", name,
                     fmt::join(quant_scheme_names(), ", "));
 }
 

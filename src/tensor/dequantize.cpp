@@ -179,7 +179,8 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::kQ4_0:
       return dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
     case DType::kQ4_K:
-      return dequantize_q45_k<BlockQ4_K, q4k_quant>(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
+      return dequantize_q45_k<BlockQ4_K, q4k_quant>(static_cast<const BlockQ4_K*>(src), dst,
+                                                    n_blocks);
     case DType::kQ6_K:
       return dequantize_sym16<BlockQ6_K, q6k_signed_scale, q6k_weight>(
           static_cast<const BlockQ6_K*>(src), dst, n_blocks);
@@ -190,7 +191,8 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::kQ5_1:
       return dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n_blocks);
     case DType::kQ5_K:
-      return dequantize_q45_k<BlockQ5_K, q5k_quant>(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
+      return dequantize_q45_k<BlockQ5_K, q5k_quant>(static_cast<const BlockQ5_K*>(src), dst,
+                                                    n_blocks);
     case DType::kQ3_K:
       return dequantize_sym16<BlockQ3_K, q3k_signed_scale, q3k_weight>(
           static_cast<const BlockQ3_K*>(src), dst, n_blocks);

@@ -216,7 +216,9 @@ inline void q4k_pack_scales(const uint8_t* sc, const uint8_t* m, uint8_t* scales
 }
 
 // The signed factors of sub-block j's scale (Q6_K's int8, Q3_K's s - 32).
-[[gnu::always_inline]] inline int q6k_signed_scale(const BlockQ6_K& b, int j) { return b.scales[j]; }
+[[gnu::always_inline]] inline int q6k_signed_scale(const BlockQ6_K& b, int j) {
+  return b.scales[j];
+}
 [[gnu::always_inline]] inline int q3k_signed_scale(const BlockQ3_K& b, int j) {
   return q3k_scale(b.scales, j) - 32;
 }

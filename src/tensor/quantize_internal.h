@@ -32,7 +32,8 @@ inline void pack_q5(const int* q, uint8_t* qs, uint8_t* qh) {
   for (int i = 0; i < kQBlock / 2; ++i)
     qs[i] = static_cast<uint8_t>((q[i] & 15) | ((q[i + kQBlock / 2] & 15) << 4));
   for (int k = 0; k < 4; ++k) qh[k] = 0;
-  for (int i = 0; i < kQBlock; ++i) qh[i / 8] = static_cast<uint8_t>(qh[i / 8] | ((q[i] >> 4) << (i % 8)));
+  for (int i = 0; i < kQBlock; ++i)
+    qh[i / 8] = static_cast<uint8_t>(qh[i / 8] | ((q[i] >> 4) << (i % 8)));
 }
 
 // Nearest integer to v (ties to even), clamped to [lo, hi]; NaN maps to lo.

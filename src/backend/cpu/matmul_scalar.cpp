@@ -165,7 +165,8 @@ float dot_iq4_xs(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) 
     int32_t dot = 0;
     for (int j = 0; j < 8; ++j) {
       int32_t sub = 0;
-      for (int i = 0; i < 32; ++i) sub += kIq4Values[q32_nibble(blk.qs + 16 * j, i)] * x[32 * j + i];
+      for (int i = 0; i < 32; ++i)
+        sub += kIq4Values[q32_nibble(blk.qs + 16 * j, i)] * x[32 * j + i];
       dot += (iq4xs_scale(blk, j) - 32) * sub;
     }
     const float c = f16_to_f32(blk.d) * xd[b];

@@ -1,6 +1,8 @@
 // Per-row kernels for the 32-block types other than Q8_0 / Q4_0 (Q4_1, Q5_0, Q5_1, and
-// IQ4_NL through matmul_simd_iq4.h) on 256-bit integer vectors; included only by matmul_avx2.cpp and matmul_avx512.cpp, whose
-// `Isa` policies supply the u8 x s8 dot (matmul_simd_quant.h).
+// IQ4_NL through matmul_simd_iq4.h) on 256-bit integer vectors; included only by
+// matmul_avx2.cpp and matmul_avx512.cpp, whose `Isa` policies supply the u8 x s8 dot
+// (matmul_simd_quant.h). Every function here is a template on that policy or always_inline:
+// the two files compile them with different ISA flags, so no out-of-line copy may be shared.
 //
 // Canonical order (matmul_kernels.h): block b enters float lane b % 8. Eight blocks at a time
 // give eight exact int32 dots, which a tree of horizontal adds gathers into one vector whose
@@ -31,10 +33,10 @@ namespace tally::cpu::detail::simd {
   uint32_t bits = 0;
   std::memcpy(&bits, qh, 4);
   // Byte i takes qh's byte i / 8 (both 128-bit lanes hold the 4 bytes), then tests bit i % 8.
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int32_t>(bits)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                       3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
   return _mm256_and_si256(set, _mm256_set1_epi8(16));
@@ -47,13 +49,15 @@ struct Q4_1Unpack {
   using Block = BlockQ4_1;
   static constexpr bool kHasMin = true, kSigned = false;
   static constexpr int kOffset = 0;
-  static __m256i quants(const Block& b) { return block32_nibbles(b.qs); }
+  [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
+    return block32_nibbles(b.qs);
+  }
 };
 struct Q5_0Unpack {
   using Block = BlockQ5_0;
   static constexpr bool kHasMin = false, kSigned = false;
   static constexpr int kOffset = 16;
-  static __m256i quants(const Block& b) {
+  [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
     return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
   }
 };
@@ -61,7 +65,7 @@ struct Q5_1Unpack {
   using Block = BlockQ5_1;
   static constexpr bool kHasMin = true, kSigned = false;
   static constexpr int kOffset = 0;
-  static __m256i quants(const Block& b) {
+  [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
     return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
   }
 };
@@ -86,6 +90,15 @@ template <class Isa, class Unpack>
   return Isa::dot(q, x);
 }
 
+// Field F (an f16) of 8 consecutive blocks as 8 int16 lanes.
+template <auto F, class Block>
+[[gnu::always_inline]] static inline __m128i block32_f16x8(const Block* blocks) {
+  return _mm_setr_epi16(static_cast<int16_t>(blocks[0].*F), static_cast<int16_t>(blocks[1].*F),
+                        static_cast<int16_t>(blocks[2].*F), static_cast<int16_t>(blocks[3].*F),
+                        static_cast<int16_t>(blocks[4].*F), static_cast<int16_t>(blocks[5].*F),
+                        static_cast<int16_t>(blocks[6].*F), static_cast<int16_t>(blocks[7].*F));
+}
+
 template <class Isa, class Unpack>
 struct Block32Kernel {
   using Block = typename Unpack::Block;
@@ -99,21 +112,20 @@ struct Block32Kernel {
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8) {
       __m256i dots[T][8];
-      alignas(16) uint16_t d_bits[8], m_bits[8] = {};
       for (int j = 0; j < 8; ++j) {
-        const Block& blk = blocks[b + j];
-        const __m256i q = Unpack::quants(blk);
-        d_bits[j] = blk.d;
-        if constexpr (Unpack::kHasMin) m_bits[j] = blk.m;
+        const __m256i q = Unpack::quants(blocks[b + j]);
         for (int t = 0; t < T; ++t)
           dots[t][j] = block32_dot<Isa, Unpack>(q, load_i8x32(x.q[t] + (b + j) * kQBlock));
       }
-      const __m256 w_d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d_bits)));
-      const __m256 w_m = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(m_bits)));
+      // The 8 blocks' f16 scales, gathered in registers (8 stores and a 16-byte reload would
+      // stall on store-to-load forwarding).
+      const __m256 w_d = _mm256_cvtph_ps(block32_f16x8<&Block::d>(blocks + b));
+      __m256 w_m = _mm256_setzero_ps();
+      if constexpr (Unpack::kHasMin) w_m = _mm256_cvtph_ps(block32_f16x8<&Block::m>(blocks + b));
       for (int t = 0; t < T; ++t) {
         __m256i dot = hsum8_i32(dots[t]);
-        const __m256i sums = _mm256_cvtepi16_epi32(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + b)));
+        const __m256i sums =
+            _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.sums[t] + b)));
         if constexpr (Unpack::kOffset != 0)
           dot = _mm256_sub_epi32(dot, _mm256_mullo_epi32(sums, _mm256_set1_epi32(Unpack::kOffset)));
         const __m256 x_d = _mm256_loadu_ps(x.d[t] + b);
@@ -133,8 +145,8 @@ struct Block32Kernel {
       for (int t = 0; t < T; ++t) {
         int32_t dot = hsum_i32(block32_dot<Isa, Unpack>(q, load_i8x32(x.q[t] + b * kQBlock)));
         dot -= Unpack::kOffset * x.sums[t][b];
-        lanes[t][b % 8] = block32_lane_update<Unpack::kHasMin>(lanes[t][b % 8], w_d, w_m,
-                                                               x.d[t][b], dot, x.sums[t][b]);
+        lanes[t][b % 8] = block32_lane_update<Unpack::kHasMin>(lanes[t][b % 8], w_d, w_m, x.d[t][b],
+                                                               dot, x.sums[t][b]);
       }
     }
     for (int t = 0; t < T; ++t) out[t] = lanes8_reduce(lanes[t]);

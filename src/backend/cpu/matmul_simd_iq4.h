@@ -25,7 +25,9 @@ struct IQ4NLUnpack {
   using Block = BlockIQ4_NL;
   static constexpr bool kHasMin = false, kSigned = true;
   static constexpr int kOffset = 0;
-  static __m256i quants(const Block& b) { return iq4_grid(block32_nibbles(b.qs)); }
+  [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
+    return iq4_grid(block32_nibbles(b.qs));
+  }
 };
 
 template <class Isa>

@@ -21,29 +21,31 @@ struct Q3KUnpack {
   static constexpr bool kHasMin = false;
   static constexpr int kOffset = 4;
   // The 16 scales s - 32 as int16 (q3k_scale's packing, four at a time in 32-bit words).
-  static __m256i scales(const Block& b) {
+  [[gnu::always_inline]] static inline __m256i scales(const Block& b) {
     uint32_t w[3];
     std::memcpy(w, b.scales, 12);
     const uint32_t lo4 = 0x0f0f0f0fu, lo2 = 0x03030303u;
-    const uint32_t s[4] = {
-        (w[0] & lo4) | ((w[2] & lo2) << 4),
-        (w[1] & lo4) | (((w[2] >> 2) & lo2) << 4),
-        ((w[0] >> 4) & lo4) | (((w[2] >> 4) & lo2) << 4),
-        ((w[1] >> 4) & lo4) | (((w[2] >> 6) & lo2) << 4),
-    };
-    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    // Built in registers (a store of four words and a 16-byte reload would stall on
+    // store-to-load forwarding once per block).
+    const __m128i s8 = _mm_setr_epi32(
+        static_cast<int32_t>((w[0] & lo4) | ((w[2] & lo2) << 4)),
+        static_cast<int32_t>((w[1] & lo4) | (((w[2] >> 2) & lo2) << 4)),
+        static_cast<int32_t>(((w[0] >> 4) & lo4) | (((w[2] >> 4) & lo2) << 4)),
+        static_cast<int32_t>(((w[1] >> 4) & lo4) | (((w[2] >> 6) & lo2) << 4)));
     return _mm256_sub_epi16(_mm256_cvtepu8_epi16(s8), _mm256_set1_epi16(32));
   }
-  static __m256i mins(const Block&) { return _mm256_setzero_si256(); }
+  [[gnu::always_inline]] static inline __m256i mins(const Block&) { return _mm256_setzero_si256(); }
   // Quants of quarter k of half h, 0..7; hm: the 32 hmask bytes.
-  static __m256i quants(__m256i qs_h, __m256i hm, int h, int k) {
+  [[gnu::always_inline]] static inline __m256i quants(__m256i qs_h, __m256i hm, int h, int k) {
     const __m256i low = _mm256_and_si256(_mm256_srli_epi16(qs_h, 2 * k), _mm256_set1_epi8(3));
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + k), _mm256_set1_epi8(1));
     return _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
   }
-  static __m256i high_bits(const Block& b) { return load_i8x32(b.hmask); }
-  static float d(const Block& b) { return f16c_to_f32(b.d); }
-  static float dmin(const Block&) { return 0.0f; }
+  [[gnu::always_inline]] static inline __m256i high_bits(const Block& b) {
+    return load_i8x32(b.hmask);
+  }
+  [[gnu::always_inline]] static inline float d(const Block& b) { return f16c_to_f32(b.d); }
+  [[gnu::always_inline]] static inline float dmin(const Block&) { return 0.0f; }
 };
 
 // Q2_K: weights (scales & 15) * q - (scales >> 4) * dmin / d.
@@ -51,20 +53,24 @@ struct Q2KUnpack {
   using Block = BlockQ2_K;
   static constexpr bool kHasMin = true;
   static constexpr int kOffset = 0;
-  static __m256i scales(const Block& b) {
-    const __m256i s = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+  [[gnu::always_inline]] static inline __m256i scales(const Block& b) {
+    const __m256i s =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
     return _mm256_and_si256(s, _mm256_set1_epi16(15));
   }
-  static __m256i mins(const Block& b) {
-    const __m256i s = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+  [[gnu::always_inline]] static inline __m256i mins(const Block& b) {
+    const __m256i s =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
     return _mm256_srli_epi16(s, 4);
   }
-  static __m256i quants(__m256i qs_h, __m256i, int, int k) {
+  [[gnu::always_inline]] static inline __m256i quants(__m256i qs_h, __m256i, int, int k) {
     return _mm256_and_si256(_mm256_srli_epi16(qs_h, 2 * k), _mm256_set1_epi8(3));
   }
-  static __m256i high_bits(const Block&) { return _mm256_setzero_si256(); }
-  static float d(const Block& b) { return f16c_to_f32(b.d); }
-  static float dmin(const Block& b) { return f16c_to_f32(b.dmin); }
+  [[gnu::always_inline]] static inline __m256i high_bits(const Block&) {
+    return _mm256_setzero_si256();
+  }
+  [[gnu::always_inline]] static inline float d(const Block& b) { return f16c_to_f32(b.d); }
+  [[gnu::always_inline]] static inline float dmin(const Block& b) { return f16c_to_f32(b.dmin); }
 };
 
 template <class Isa, class Unpack>
@@ -106,8 +112,8 @@ struct K16Kernel {
               q4k_lane_update(lanes[t][b % 8], w_d, Unpack::dmin(blk), x.d[t][b], dot, min_dot);
         } else {
           // The weights are q - kOffset: subtract kOffset * sum_j scale_j * (sum of x over j).
-          const __m256i offsets =
-              _mm256_mullo_epi32(_mm256_madd_epi16(sums, scales), _mm256_set1_epi32(Unpack::kOffset));
+          const __m256i offsets = _mm256_mullo_epi32(_mm256_madd_epi16(sums, scales),
+                                                     _mm256_set1_epi32(Unpack::kOffset));
           const int32_t dot = hsum_i32(_mm256_sub_epi32(acc[t], offsets));
           lanes[t][b % 8] = fma_f32(w_d * x.d[t][b], static_cast<float>(dot), lanes[t][b % 8]);
         }
