@@ -88,6 +88,14 @@ BENCHMARK_CAPTURE(bm_matmul, q8_0_rows, DType::kQ8_0, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_matmul, f16, DType::kF16, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_matmul, q4_K, DType::kQ4_K, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_matmul, q6_K, DType::kQ6_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q4_1, DType::kQ4_1, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q5_0, DType::kQ5_0, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q5_1, DType::kQ5_1, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q2_K, DType::kQ2_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q3_K, DType::kQ3_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, q5_K, DType::kQ5_K, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, iq4_nl, DType::kIQ4_NL, false)->Apply(args);
+BENCHMARK_CAPTURE(bm_matmul, iq4_xs, DType::kIQ4_XS, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_matmul, bf16, DType::kBF16, false)->Apply(args);
 BENCHMARK_CAPTURE(bm_matmul, f32, DType::kF32, false)->Apply(args);
 

@@ -87,7 +87,7 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
         "  {} peak  {:.1f} Gop/s (fastest of {}; p10-p90 {})  [{}, registers only]\n",
         peak_instruction_name(p.kind), p.peak(), p.gops.n, range(p.gops, 1), p.instruction);
   for (const KernelPeak& p : r.peaks)
-    out += fmt::format("  kernel peak {:<6}{:.1f} GFLOP/s ({})  [{} x {} panel, {} tokens]{}\n",
+    out += fmt::format("  kernel peak {:<6} {:.1f} GFLOP/s ({})  [{} x {} panel, {} tokens]{}\n",
                        dtype_name(p.type), p.gflops.median, range(p.gflops, 1), p.n_out, p.n_in,
                        p.n_tokens, share_of_instruction(r, p));
   out += fmt::format("\n{:<13} {:>9} {:>17} {:>9} {:>8} {:>7} {:>7}  {}\n", "test", "tok/s",

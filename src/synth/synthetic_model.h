@@ -35,7 +35,7 @@ namespace tally::synth {
 struct SyntheticOptions {
   std::string preset;                      // a plan preset name (plan_preset_names())
   std::optional<SyntheticModelSpec> spec;  // explicit shapes instead of a preset (tests)
-  std::string type = "f16";                // quant_scheme_from_name: f32 f16 bf16 q8_0 q4_0 q4_k_m
+  std::string type = "f16";                // quant_scheme_from_name: f32 f16 bf16 q8_0 q4_0 ... q5_k_m
   uint64_t seed = 0;
   std::string vocab_gguf;                  // a GGUF whose tokenizer.* metadata is copied
   std::string output_path;

@@ -1,5 +1,6 @@
 // Row conversions between f32 and the computable element types (F32, F16, BF16, Q8_0, Q4_0,
-// Q4_K, Q6_K). A row is n elements; n must be a multiple of the type's block size.
+// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS). A row is n elements; n
+// must be a multiple of the type's block size.
 //
 // Quantizers are reference quality, not speed: they are for tests, small tools and the
 // future offline quantizer. Each scale is chosen so that every value of its block lies in the
@@ -11,6 +12,13 @@
 //   Q4_K  per 32 sub-block: covers [min(0, lo) , hi] with 15 steps (plus the 6-bit rounding
 //         of the scale and min, which only widens the step)
 //   Q6_K  per 16 sub-block: symmetric, 31 steps each side of zero
+//   Q5_0  step = amax/16 (as Q4_0, with 32 levels)
+//   Q4_1, Q5_1  level 0 is the block minimum (f16 rounded down), 15 / 31 steps up to the max
+//   Q5_K  as Q4_K with 31 steps
+//   Q3_K  per 16 sub-block: symmetric, 3 steps each side of zero (level -4 unused)
+//   Q2_K  per 16 sub-block: as Q4_K with 3 steps and 4-bit scales and mins
+//   IQ4_NL, IQ4_XS  nearest grid value; the extreme maps to -127 (a whole grid gap on the
+//         far side, which may clamp at +113): IQ4_XS per 32 sub-block, 6-bit signed scales
 // No search minimizes squared error (ggml's K-quant quantizers do); the bound above is what
 // tests check.
 #pragma once

@@ -1,6 +1,7 @@
 // Pieces shared by the quantizers (quantize.cpp, quantize_k.cpp); not a public interface.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -15,6 +16,24 @@ inline uint16_t f16_round_up(float v) {
   uint16_t h = f32_to_f16(v);
   if (f16_to_f32(h) < v && h < 0x7c00u) ++h;
   return h;
+}
+
+// The largest f16 <= v (finite): a minimum rounded this way never rises above the values.
+inline uint16_t f16_round_down(float v) {
+  if (v <= 0.0f) return static_cast<uint16_t>(f16_round_up(-v) | 0x8000u);
+  uint16_t h = f32_to_f16(v);
+  if (f16_to_f32(h) > v && h > 0) --h;
+  return h;
+}
+
+// Q5_0 / Q5_1's quants q[32] (0..31): low 4 bits as Q4_0's nibbles, bit 4 of element i in
+// bit i of qh.
+inline void pack_q5(const int* q, uint8_t* qs, uint8_t* qh) {
+  for (int i = 0; i < kQBlock / 2; ++i)
+    qs[i] = static_cast<uint8_t>((q[i] & 15) | ((q[i + kQBlock / 2] & 15) << 4));
+  for (int k = 0; k < 4; ++k) qh[k] = 0;
+  for (int i = 0; i < kQBlock; ++i)
+    qh[i / 8] = static_cast<uint8_t>(qh[i / 8] | ((q[i] >> 4) << (i % 8)));
 }
 
 // Nearest integer to v (ties to even), clamped to [lo, hi]; NaN maps to lo.
@@ -35,5 +54,10 @@ inline int ceil_clamp(float v, int hi) {
 
 void quantize_q4_k(const float* src, BlockQ4_K* dst, int64_t n_blocks);
 void quantize_q6_k(const float* src, BlockQ6_K* dst, int64_t n_blocks);
+void quantize_q5_k(const float* src, BlockQ5_K* dst, int64_t n_blocks);
+void quantize_q3_k(const float* src, BlockQ3_K* dst, int64_t n_blocks);
+void quantize_q2_k(const float* src, BlockQ2_K* dst, int64_t n_blocks);
+void quantize_iq4_nl(const float* src, BlockIQ4_NL* dst, int64_t n_blocks);
+void quantize_iq4_xs(const float* src, BlockIQ4_XS* dst, int64_t n_blocks);
 
 }  // namespace tally::detail

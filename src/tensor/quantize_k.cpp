@@ -1,5 +1,5 @@
-// Reference quantizers for the K-quant super-blocks (Q4_K, Q6_K). "Covering" quantizers: each
-// sub-block's scale (and min) is the smallest 6/8-bit level whose range holds all its values,
+// Reference quantizers for the K-quant super-blocks (Q2_K..Q6_K). "Covering" quantizers: each
+// sub-block's scale (and min) is the smallest integer level whose range holds all its values,
 // so no value clamps and each is off by at most half a step. Scales are rounded up, never
 // down, at both levels (the f16 super-block scale and the per-sub-block integer scale).
 #include <algorithm>
@@ -11,67 +11,121 @@ namespace tally::detail {
 
 namespace {
 
-// One Q4_K super-block: values are step_j * q - offset_j, q in 0..15, offset_j >= 0.
-void quantize_q4_k_block(const float* x, BlockQ4_K* out) {
-  float need_min[8];  // -min(0, lowest value): what the offset must reach
-  float highest[8];
+// Scales and mins of an asymmetric super-block (Q2_K, Q4_K, Q5_K): sub-block j's values are
+// step_j * q - offset_j with q in 0..levels, step_j = d * sc[j], offset_j = dmin * m[j], sc and
+// m in 0..scale_max.
+struct ScaleMinFit {
+  int n_sub;      // sub-blocks
+  int sub_len;    // values per sub-block
+  int levels;     // top quant level
+  int scale_max;  // top integer scale / min
+};
+
+struct ScaleMin {
+  uint16_t d = 0, dmin = 0;
+  uint8_t sc[16] = {}, m[16] = {};
+  float step[16] = {}, offset[16] = {};
+};
+
+ScaleMin fit_scale_min(const float* x, const ScaleMinFit& fit) {
+  ScaleMin r;
+  float need_min[16];  // -min(0, lowest value): what the offset must reach
+  float highest[16];
   float max_need_min = 0.0f;
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < fit.n_sub; ++j) {
     float lo = 0.0f, hi = -INFINITY;
-    for (int i = 0; i < 32; ++i) {
-      lo = std::min(lo, x[j * 32 + i]);
-      hi = std::max(hi, x[j * 32 + i]);
+    for (int i = 0; i < fit.sub_len; ++i) {
+      lo = std::min(lo, x[j * fit.sub_len + i]);
+      hi = std::max(hi, x[j * fit.sub_len + i]);
     }
     need_min[j] = -lo;
     highest[j] = hi;
     max_need_min = std::max(max_need_min, need_min[j]);
   }
-  out->dmin = f16_round_up(max_need_min / 63.0f);
-  const float dmin = f16_to_f32(out->dmin);
-  uint8_t m[8], sc[8];
-  float offset[8], need_step[8];
+  const auto scale_max = static_cast<float>(fit.scale_max);
+  r.dmin = f16_round_up(max_need_min / scale_max);
+  const float dmin = f16_to_f32(r.dmin);
+  float need_step[16];
   float max_need_step = 0.0f;
-  for (int j = 0; j < 8; ++j) {
-    m[j] = static_cast<uint8_t>(dmin > 0.0f ? ceil_clamp(need_min[j] / dmin, 63) : 0);
-    offset[j] = dmin * static_cast<float>(m[j]);
-    need_step[j] = std::max(0.0f, (highest[j] + offset[j]) / 15.0f);
+  for (int j = 0; j < fit.n_sub; ++j) {
+    r.m[j] = static_cast<uint8_t>(dmin > 0.0f ? ceil_clamp(need_min[j] / dmin, fit.scale_max) : 0);
+    r.offset[j] = dmin * static_cast<float>(r.m[j]);
+    need_step[j] = std::max(0.0f, (highest[j] + r.offset[j]) / static_cast<float>(fit.levels));
     max_need_step = std::max(max_need_step, need_step[j]);
   }
-  out->d = f16_round_up(max_need_step / 63.0f);
-  const float d = f16_to_f32(out->d);
-  for (int j = 0; j < 8; ++j)
-    sc[j] = static_cast<uint8_t>(d > 0.0f ? ceil_clamp(need_step[j] / d, 63) : 0);
-  q4k_pack_scales(sc, m, out->scales);
-  for (int j = 0; j < 8; ++j) {
-    const float step = d * static_cast<float>(sc[j]);
-    for (int i = 0; i < 32; ++i) {
-      const int e = j * 32 + i;  // element; nibble (e%64 >= 32) of byte (e/64)*32 + e%32
-      const int q = step > 0.0f ? round_clamp((x[e] + offset[j]) / step, 0, 15) : 0;
-      uint8_t& byte = out->qs[(e / 64) * 32 + e % 32];
-      byte = static_cast<uint8_t>(e % 64 < 32 ? ((byte & 0xf0) | q) : ((byte & 0x0f) | (q << 4)));
-    }
+  r.d = f16_round_up(max_need_step / scale_max);
+  const float d = f16_to_f32(r.d);
+  for (int j = 0; j < fit.n_sub; ++j) {
+    r.sc[j] = static_cast<uint8_t>(d > 0.0f ? ceil_clamp(need_step[j] / d, fit.scale_max) : 0);
+    r.step[j] = d * static_cast<float>(r.sc[j]);
   }
+  return r;
 }
 
-// One Q6_K super-block: symmetric, values are d * scales[j] * (q - 32) with scales[j] >= 0.
-void quantize_q6_k_block(const float* x, BlockQ6_K* out) {
+// Quant of element e under a ScaleMin fit of sub-blocks of sub_len.
+int fit_quant(const ScaleMin& f, const float* x, int e, int sub_len, int levels) {
+  const int j = e / sub_len;
+  return f.step[j] > 0.0f ? round_clamp((x[e] + f.offset[j]) / f.step[j], 0, levels) : 0;
+}
+
+// Scales of a symmetric super-block (Q3_K, Q6_K) of 16 sub-blocks of 16: values are
+// d * sc[j] * q with |q| <= q_max, sc in 0..scale_max; returns the steps d * sc[j].
+struct SymmetricFit {
+  uint16_t d = 0;
+  int sc[16] = {};
+  float step[16] = {};
+};
+
+SymmetricFit fit_symmetric(const float* x, int q_max, int scale_max) {
+  SymmetricFit r;
   float need_step[16];
   float max_need_step = 0.0f;
   for (int j = 0; j < 16; ++j) {
     float amax = 0.0f;
     for (int i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(x[j * 16 + i]));
-    need_step[j] = amax / 31.0f;
+    need_step[j] = amax / static_cast<float>(q_max);
     max_need_step = std::max(max_need_step, need_step[j]);
   }
-  out->d = f16_round_up(max_need_step / 127.0f);
-  const float d = f16_to_f32(out->d);
-  for (int j = 0; j < 16; ++j)
-    out->scales[j] = static_cast<int8_t>(d > 0.0f ? ceil_clamp(need_step[j] / d, 127) : 0);
+  r.d = f16_round_up(max_need_step / static_cast<float>(scale_max));
+  const float d = f16_to_f32(r.d);
+  for (int j = 0; j < 16; ++j) {
+    r.sc[j] = d > 0.0f ? ceil_clamp(need_step[j] / d, scale_max) : 0;
+    r.step[j] = d * static_cast<float>(r.sc[j]);
+  }
+  return r;
+}
+
+int symmetric_quant(const SymmetricFit& f, float v, int e, int q_lo, int q_hi) {
+  const float step = f.step[e / 16];
+  return step > 0.0f ? round_clamp(v / step, q_lo, q_hi) : 0;
+}
+
+// Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; `levels` 15 or 31. The low 4
+// bits go to qs (nibble (e%64 >= 32) of byte (e/64)*32 + e%32); bit 4, if any, to qh.
+template <typename Block>
+void quantize_q45_k_block(const float* x, Block* out, int levels, uint8_t* qh) {
+  const ScaleMin f = fit_scale_min(x, {8, 32, levels, 63});
+  out->d = f.d;
+  out->dmin = f.dmin;
+  q4k_pack_scales(f.sc, f.m, out->scales);
+  for (int e = 0; e < kQKBlock; ++e) {
+    const int q = fit_quant(f, x, e, 32, levels);
+    uint8_t& byte = out->qs[(e / 64) * 32 + e % 32];
+    byte = static_cast<uint8_t>(e % 64 < 32 ? ((byte & 0xf0) | (q & 15))
+                                            : ((byte & 0x0f) | ((q & 15) << 4)));
+    if (qh) qh[e % 32] = static_cast<uint8_t>(qh[e % 32] | ((q >> 4) << (e / 32)));
+  }
+}
+
+// One Q6_K super-block: symmetric, values are d * scales[j] * (q - 32) with scales[j] >= 0.
+void quantize_q6_k_block(const float* x, BlockQ6_K* out) {
+  const SymmetricFit f = fit_symmetric(x, 31, 127);
+  out->d = f.d;
+  for (int j = 0; j < 16; ++j) out->scales[j] = static_cast<int8_t>(f.sc[j]);
   std::fill(out->ql, out->ql + sizeof(out->ql), 0);
   std::fill(out->qh, out->qh + sizeof(out->qh), 0);
   for (int e = 0; e < 256; ++e) {
-    const float step = d * static_cast<float>(out->scales[e / 16]);
-    const int q = (step > 0.0f ? round_clamp(x[e] / step, -32, 31) : 0) + 32;
+    const int q = symmetric_quant(f, x[e], e, -32, 31) + 32;
     // Inverse of q6k_quant's bit placement.
     const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
     uint8_t& lo_byte = out->ql[half * 64 + (quarter & 1) * 32 + l];
@@ -81,17 +135,67 @@ void quantize_q6_k_block(const float* x, BlockQ6_K* out) {
   }
 }
 
+// Sets element e's 2-bit field in Q2_K / Q3_K's qs (the inverse of k_quant_2bits).
+void put_2bits(uint8_t* qs, int e, int q) {
+  uint8_t& byte = qs[(e / 128) * 32 + e % 32];
+  byte = static_cast<uint8_t>(byte | ((q & 3) << (2 * ((e % 128) / 32))));
+}
+
+// One Q3_K super-block: symmetric, d * (s - 32) * (q - 4) with s - 32 in 0..31 and q - 4 in
+// -3..3 (the level -4 is left unused, as Q6_K leaves -32).
+void quantize_q3_k_block(const float* x, BlockQ3_K* out) {
+  const SymmetricFit f = fit_symmetric(x, 3, 31);
+  out->d = f.d;
+  uint8_t s[16];
+  for (int j = 0; j < 16; ++j) s[j] = static_cast<uint8_t>(f.sc[j] + 32);
+  q3k_pack_scales(s, out->scales);
+  for (int e = 0; e < kQKBlock; ++e) {
+    const int q = symmetric_quant(f, x[e], e, -4, 3) + 4;
+    put_2bits(out->qs, e, q);
+    out->hmask[e % 32] = static_cast<uint8_t>(out->hmask[e % 32] | ((q >> 2) << (e / 32)));
+  }
+}
+
+void quantize_q2_k_block(const float* x, BlockQ2_K* out) {
+  const ScaleMin f = fit_scale_min(x, {16, 16, 3, 15});
+  out->d = f.d;
+  out->dmin = f.dmin;
+  for (int j = 0; j < 16; ++j) out->scales[j] = static_cast<uint8_t>(f.sc[j] | (f.m[j] << 4));
+  for (int e = 0; e < kQKBlock; ++e) put_2bits(out->qs, e, fit_quant(f, x, e, 16, 3));
+}
+
 }  // namespace
 
 void quantize_q4_k(const float* src, BlockQ4_K* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     dst[b] = BlockQ4_K{};
-    quantize_q4_k_block(src + b * kQKBlock, &dst[b]);
+    quantize_q45_k_block(src + b * kQKBlock, &dst[b], 15, nullptr);
+  }
+}
+
+void quantize_q5_k(const float* src, BlockQ5_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    dst[b] = BlockQ5_K{};
+    quantize_q45_k_block(src + b * kQKBlock, &dst[b], 31, dst[b].qh);
   }
 }
 
 void quantize_q6_k(const float* src, BlockQ6_K* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) quantize_q6_k_block(src + b * kQKBlock, &dst[b]);
+}
+
+void quantize_q3_k(const float* src, BlockQ3_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    dst[b] = BlockQ3_K{};
+    quantize_q3_k_block(src + b * kQKBlock, &dst[b]);
+  }
+}
+
+void quantize_q2_k(const float* src, BlockQ2_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    dst[b] = BlockQ2_K{};
+    quantize_q2_k_block(src + b * kQKBlock, &dst[b]);
+  }
 }
 
 }  // namespace tally::detail

@@ -89,6 +89,22 @@ MatmulTileFn tile_fn(const MatmulKernels& k, DType type) {
       return k.q4_k;
     case DType::kQ6_K:
       return k.q6_k;
+    case DType::kQ4_1:
+      return k.q4_1;
+    case DType::kQ5_0:
+      return k.q5_0;
+    case DType::kQ5_1:
+      return k.q5_1;
+    case DType::kQ2_K:
+      return k.q2_k;
+    case DType::kQ3_K:
+      return k.q3_k;
+    case DType::kQ5_K:
+      return k.q5_k;
+    case DType::kIQ4_NL:
+      return k.iq4_nl;
+    case DType::kIQ4_XS:
+      return k.iq4_xs;
     default:
       break;
   }

@@ -40,9 +40,9 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
 // Every ISA path gives the same bits as the scalar one (matmul_kernels.h defines the order),
 // so results also do not depend on the machine, only on the inputs.
 //
-// Weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K (n_in a multiple of the block size).
-// For the quantized ones each activation row is first quantized to int8 (per row, blocks of
-// 32 for Q8_0/Q4_0, of 256 for the K-quants) and the dot products are integer; so y differs
+// Weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_NL, IQ4_XS (n_in a multiple of the block size). For the quantized ones each activation row is first
+// quantized to int8 (per row, blocks of 32 for the 32-block types, of 256 for the K-quants) and the dot products are integer; so y differs
 // from the exact product by at most sum_k |W[o][k]| * amax(x block of k) / 254 (plus f32
 // rounding). Scratch for the quantized rows is kept per calling thread and only grows.
 

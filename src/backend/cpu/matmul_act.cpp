@@ -37,9 +37,17 @@ ActForm act_form(DType type) {
   switch (type) {
     case DType::kQ8_0:
     case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL:
       return ActForm::kBlock32;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
+    case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kIQ4_XS:
       return ActForm::kBlockK;
     default:
       return ActForm::kFloat;

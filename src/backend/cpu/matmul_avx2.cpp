@@ -7,6 +7,9 @@
 
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_simd_block32.h"
+#include "backend/cpu/matmul_simd_iq4.h"
+#include "backend/cpu/matmul_simd_k16.h"
 #include "backend/cpu/matmul_simd_quant.h"
 #include "tensor/half.h"
 
@@ -142,6 +145,14 @@ const MatmulKernels& matmul_kernels_avx2() {
       simd::tile_interleaved<Avx2Dot, simd::Q4_0x8>,
       simd::tile_rows<simd::Q4KKernel<Avx2Dot>>,
       simd::tile_rows<simd::Q6KKernel<Avx2Dot>>,
+      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q4_1Unpack>>,
+      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q5_0Unpack>>,
+      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q5_1Unpack>>,
+      simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q2KUnpack>>,
+      simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q3KUnpack>>,
+      simd::tile_rows<simd::Q4KKernel<Avx2Dot, BlockQ5_K>>,
+      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::IQ4NLUnpack>>,
+      simd::tile_rows<simd::IQ4XSKernel<Avx2Dot>>,
       act_quantize_row32_avx2,
       act_quantize_row_k_avx2,
   };

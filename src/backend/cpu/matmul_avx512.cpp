@@ -16,6 +16,9 @@
 #include "backend/cpu/matmul_gemm_zmm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_simd_block32.h"
+#include "backend/cpu/matmul_simd_iq4.h"
+#include "backend/cpu/matmul_simd_k16.h"
 #include "backend/cpu/matmul_simd_quant.h"
 
 namespace tally::cpu::detail {
@@ -61,6 +64,14 @@ const MatmulKernels& matmul_kernels_avx512_vnni() {
       simd::tile_gemm_zmm<VnniDot, simd::Q4_0Zmm>,
       simd::tile_rows<simd::Q4KKernel<VnniDot>>,
       simd::tile_rows<simd::Q6KKernel<VnniDot>>,
+      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q4_1Unpack>>,
+      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q5_0Unpack>>,
+      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q5_1Unpack>>,
+      simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q2KUnpack>>,
+      simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q3KUnpack>>,
+      simd::tile_rows<simd::Q4KKernel<VnniDot, BlockQ5_K>>,
+      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::IQ4NLUnpack>>,
+      simd::tile_rows<simd::IQ4XSKernel<VnniDot>>,
       matmul_kernels_avx2().act32,
       matmul_kernels_avx2().act_k,
   };

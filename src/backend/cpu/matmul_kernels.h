@@ -18,6 +18,13 @@
 //    (Q4_K then also lane = fma(-(w_min_scale * x_scale), float(int_min_dot), lane)),
 //    then lanes8_reduce. Lanes that get no block keep their value (vector code must not
 //    even add 0 to them: that would turn a -0 into +0).
+//    Q5_K / Q2_K follow Q4_K (q4k_lane_update), Q3_K / IQ4_XS follow Q6_K (one fma per
+//    super-block).
+//    Q4_1 / Q5_0 / Q5_1 / IQ4_NL (32-element blocks, per-row kernels): block b goes to lane
+//    b % 8 as
+//      lane = fma(w_scale * x_scale, float(int_dot), lane)       (Q5_0: int_dot of q - 16)
+//    and Q4_1 / Q5_1 then lane = fma(w_min * x_scale, float(x_block_sum), lane); then
+//    lanes8_reduce.
 // Floating point inside these files must never be left to contraction: every multiply-add is
 // an explicit fma, and no float product is added except through fma.
 #pragma once
@@ -29,7 +36,7 @@
 
 namespace tally::cpu::detail {
 
-inline constexpr int kActBlock = 32;     // activation block for Q8_0 / Q4_0 weights
+inline constexpr int kActBlock = 32;     // activation block for the 32-block weight types
 inline constexpr int kActBlockK = 256;   // activation block for K-quant weights
 inline constexpr int kActSumGroup = 16;  // K activations keep a sum per 16 values
 
@@ -64,6 +71,7 @@ using ActQuantFn = void (*)(const float* x, int64_t n_in, int8_t* q, float* d, i
 struct MatmulKernels {
   const char* name;
   MatmulTileFn f32, f16, bf16, q8_0, q4_0, q4_k, q6_k;
+  MatmulTileFn q4_1, q5_0, q5_1, q2_k, q3_k, q5_k, iq4_nl, iq4_xs;
   ActQuantFn act32, act_k;  // for 32-block and K-quant weights
 };
 
@@ -123,6 +131,16 @@ void act_quantize_row_k_avx2(const float* x, int64_t n_in, int8_t* q, float* d, 
                                                     int32_t dot, int32_t min_dot) {
   lane = fma_f32(w_d * x_d, static_cast<float>(dot), lane);
   return fma_f32(-(w_dmin * x_d), static_cast<float>(min_dot), lane);
+}
+
+// Q4_1 / Q5_0 / Q5_1's contributions of one 32-block to its lane (w_min 0 and no second fma
+// for Q5_0, whose dot already holds the -16 offset).
+template <bool kHasMin>
+[[gnu::always_inline]] inline float block32_lane_update(float lane, float w_d, float w_m,
+                                                        float x_d, int32_t dot, int32_t x_sum) {
+  lane = fma_f32(w_d * x_d, static_cast<float>(dot), lane);
+  if constexpr (kHasMin) lane = fma_f32(w_m * x_d, static_cast<float>(x_sum), lane);
+  return lane;
 }
 
 }  // namespace tally::cpu::detail

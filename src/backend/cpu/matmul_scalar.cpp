@@ -69,15 +69,17 @@ float dot_q4_0(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   return acc;
 }
 
-float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
-  const auto* blocks = reinterpret_cast<const BlockQ4_K*>(row);
+// Q4_K and Q5_K: Quant(block, i) is element i's 4- or 5-bit quant.
+template <typename Block, int (*Quant)(const Block&, int)>
+float dot_q45_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const Block*>(row);
   const int64_t nb = n / kQKBlock;
   const int8_t* xq = a.q + t * n;
   const float* xd = a.d + t * nb;
   const int16_t* xs = a.sums + t * (n / kActSumGroup);
   float lanes[8] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ4_K& blk = blocks[b];
+    const Block& blk = blocks[b];
     const int8_t* x = xq + b * kQKBlock;
     const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
     int32_t dot = 0, min_dot = 0;
@@ -85,7 +87,7 @@ float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
       int sc = 0, m = 0;
       q4k_scale_min(blk.scales, j, &sc, &m);
       int32_t sub = 0;
-      for (int i = j * 32; i < j * 32 + 32; ++i) sub += q4k_quant(blk, i) * x[i];
+      for (int i = j * 32; i < j * 32 + 32; ++i) sub += Quant(blk, i) * x[i];
       dot += sc * sub;
       min_dot += m * (sums[2 * j] + sums[2 * j + 1]);
     }
@@ -95,25 +97,104 @@ float dot_q4_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
   return lanes8_reduce(lanes);
 }
 
-float dot_q6_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
-  const auto* blocks = reinterpret_cast<const BlockQ6_K*>(row);
+// Q6_K and Q3_K: 16 sub-blocks of 16 with signed scales Scale(block, j) and unsigned quants
+// Quant(block, i); the weights are quant - kOffset.
+template <typename Block, int (*Scale)(const Block&, int), int (*Quant)(const Block&, int),
+          int kOffset>
+float dot_sym16(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const Block*>(row);
   const int64_t nb = n / kQKBlock;
   const int8_t* xq = a.q + t * n;
   const float* xd = a.d + t * nb;
   const int16_t* xs = a.sums + t * (n / kActSumGroup);
   float lanes[8] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ6_K& blk = blocks[b];
+    const Block& blk = blocks[b];
     const int8_t* x = xq + b * kQKBlock;
     const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
     int32_t dot = 0;
     for (int j = 0; j < 16; ++j) {
       int32_t sub = 0;
-      for (int i = j * 16; i < j * 16 + 16; ++i) sub += q6k_quant(blk, i) * x[i];
-      dot += blk.scales[j] * (sub - 32 * sums[j]);  // the weights are q - 32
+      for (int i = j * 16; i < j * 16 + 16; ++i) sub += Quant(blk, i) * x[i];
+      dot += Scale(blk, j) * (sub - kOffset * sums[j]);
     }
     const float c = f16_to_f32(blk.d) * xd[b];
     lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+
+// Q4_1 / Q5_0 / Q5_1 / IQ4_NL: Quant(block, i) is element i's integer weight before the
+// offset; Q5_0's weights are q - 16 (kOffset), Q4_1 / Q5_1's d * q + m, IQ4_NL's d * q.
+template <typename Block, int (*Quant)(const Block&, int), bool kHasMin, int kOffset = 0>
+float dot_block32(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const Block*>(row);
+  const int64_t nb = n / kQBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * nb;
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* x = xq + b * kQBlock;
+    int32_t dot = 0;
+    for (int i = 0; i < kQBlock; ++i) dot += Quant(blocks[b], i) * x[i];
+    float w_m = 0.0f;
+    if constexpr (kHasMin) w_m = f16_to_f32(blocks[b].m);
+    dot -= kOffset * xs[b];
+    lanes[b % 8] = block32_lane_update<kHasMin>(lanes[b % 8], f16_to_f32(blocks[b].d), w_m, xd[b],
+                                                dot, xs[b]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+int quant_q4_1(const BlockQ4_1& b, int i) { return q32_nibble(b.qs, i); }
+int quant_q5_0(const BlockQ5_0& b, int i) { return q32_nibble(b.qs, i) | q5_high(b.qh, i); }
+int quant_q5_1(const BlockQ5_1& b, int i) { return q32_nibble(b.qs, i) | q5_high(b.qh, i); }
+int quant_iq4_nl(const BlockIQ4_NL& b, int i) { return kIq4Values[q32_nibble(b.qs, i)]; }
+
+float dot_iq4_xs(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(row);
+  const int64_t nb = n / kQKBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XS& blk = blocks[b];
+    const int8_t* x = xq + b * kQKBlock;
+    int32_t dot = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t sub = 0;
+      for (int i = 0; i < 32; ++i)
+        sub += kIq4Values[q32_nibble(blk.qs + 16 * j, i)] * x[32 * j + i];
+      dot += (iq4xs_scale(blk, j) - 32) * sub;
+    }
+    const float c = f16_to_f32(blk.d) * xd[b];
+    lanes[b % 8] = fma_f32(c, static_cast<float>(dot), lanes[b % 8]);
+  }
+  return lanes8_reduce(lanes);
+}
+
+float dot_q2_k(const uint8_t* row, const MatmulActs& a, int64_t t, int64_t n) {
+  const auto* blocks = reinterpret_cast<const BlockQ2_K*>(row);
+  const int64_t nb = n / kQKBlock;
+  const int8_t* xq = a.q + t * n;
+  const float* xd = a.d + t * nb;
+  const int16_t* xs = a.sums + t * (n / kActSumGroup);
+  float lanes[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ2_K& blk = blocks[b];
+    const int8_t* x = xq + b * kQKBlock;
+    const int16_t* sums = xs + b * (kQKBlock / kActSumGroup);
+    int32_t dot = 0, min_dot = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t sub = 0;
+      for (int i = j * 16; i < j * 16 + 16; ++i) sub += k_quant_2bits(blk.qs, i) * x[i];
+      dot += (blk.scales[j] & 15) * sub;
+      min_dot += (blk.scales[j] >> 4) * sums[j];
+    }
+    lanes[b % 8] =
+        q4k_lane_update(lanes[b % 8], f16_to_f32(blk.d), f16_to_f32(blk.dmin), xd[b], dot, min_dot);
   }
   return lanes8_reduce(lanes);
 }
@@ -156,8 +237,16 @@ const MatmulKernels& matmul_kernels_scalar() {
       tile_float<LoadBf16>,
       tile_quant<dot_q8_0>,
       tile_quant<dot_q4_0>,
-      tile_quant<dot_q4_k>,
-      tile_quant<dot_q6_k>,
+      tile_quant<dot_q45_k<BlockQ4_K, q4k_quant>>,
+      tile_quant<dot_sym16<BlockQ6_K, q6k_signed_scale, q6k_quant, 32>>,
+      tile_quant<dot_block32<BlockQ4_1, quant_q4_1, true>>,
+      tile_quant<dot_block32<BlockQ5_0, quant_q5_0, false, 16>>,
+      tile_quant<dot_block32<BlockQ5_1, quant_q5_1, true>>,
+      tile_quant<dot_q2_k>,
+      tile_quant<dot_sym16<BlockQ3_K, q3k_signed_scale, q3k_quant, 4>>,
+      tile_quant<dot_q45_k<BlockQ5_K, q5k_quant>>,
+      tile_quant<dot_block32<BlockIQ4_NL, quant_iq4_nl, false>>,
+      tile_quant<dot_iq4_xs>,
       act_quantize_row32,
       act_quantize_row_k,
   };

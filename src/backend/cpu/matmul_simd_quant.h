@@ -1,4 +1,4 @@
-// K-quant kernels (Q4_K, Q6_K) on 256-bit integer vectors, and helpers shared with
+// K-quant kernels (Q4_K, Q5_K, Q6_K) on 256-bit integer vectors, and helpers shared with
 // matmul_interleaved_simd.h. Only matmul_avx2.cpp and matmul_avx512.cpp include this (it
 // needs AVX2 + FMA + F16C at compile time). The integer dot of 32 u8 x s8 bytes comes from a policy
 // class `Isa`:
@@ -111,11 +111,13 @@ template <int T>
   return _mm_blend_epi32(low, high, 0xa);
 }
 
-template <class Isa>
+// Q4_K, and Q5_K (Block = BlockQ5_K: the same scales and nibbles plus bit 4 from qh).
+template <class Isa, class Block = BlockQ4_K>
 struct Q4KKernel {
+  static constexpr bool kFiveBit = sizeof(Block) == sizeof(BlockQ5_K);
   template <int T>
   static void run(const uint8_t* row, const MatmulActs& a, int64_t t0, int64_t n, float* out) {
-    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(row);
+    const auto* blocks = reinterpret_cast<const Block*>(row);
     const int64_t nb = n / kQKBlock;
     const TokenRows<T> x = token_rows<T>(a, t0, n, nb, n / kActSumGroup);
     const __m256i m4 = _mm256_set1_epi8(15);
@@ -124,7 +126,7 @@ struct Q4KKernel {
         _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     float lanes[T][8] = {};
     for (int64_t b = 0; b < nb; ++b) {
-      const BlockQ4_K& blk = blocks[b];
+      const Block& blk = blocks[b];
       const __m128i sc_m = q4k_unpack_scales(blk.scales);
       const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sc_m));  // [sc0..7] x2
       const __m256i mins = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sc_m, dup_mins));
@@ -132,8 +134,16 @@ struct Q4KKernel {
       for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_si256();
       for (int g = 0; g < 4; ++g) {  // 32 bytes: low nibbles sub-block 2g, high 2g+1
         const __m256i q = load_i8x32(blk.qs + 32 * g);
-        const __m256i lo = _mm256_and_si256(q, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        __m256i lo = _mm256_and_si256(q, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if constexpr (kFiveBit) {  // bit 2g (2g+1) of qh[l] is bit 4 of lo's (hi's) byte l
+          const __m256i qh = load_i8x32(blk.qh);
+          const __m256i one = _mm256_set1_epi8(1);
+          lo = _mm256_or_si256(
+              lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one), 4));
+          hi = _mm256_or_si256(
+              hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one), 4));
+        }
         const __m256i sc_lo = broadcast_i16(scales, 2 * g);
         const __m256i sc_hi = broadcast_i16(scales, 2 * g + 1);
         for (int t = 0; t < T; ++t) {

@@ -31,6 +31,12 @@ const std::vector<Case> kCases = {
     {DType::kBF16, {5, 64, 67, 136}},   {DType::kQ8_0, {32, 96, 256, 768}},
     {DType::kQ4_0, {32, 96, 256, 768}}, {DType::kQ4_K, {256, 512, 1280}},
     {DType::kQ6_K, {256, 512, 1280}},
+    // The 32-block row kernels gather 8 blocks at a time: 1, 3, 8 and 25 blocks cover the
+    // lone tail, whole groups and a group plus a tail.
+    {DType::kQ4_1, {32, 96, 256, 800}}, {DType::kQ5_0, {32, 96, 256, 800}},
+    {DType::kQ5_1, {32, 96, 256, 800}}, {DType::kQ2_K, {256, 512, 2304}},
+    {DType::kQ3_K, {256, 512, 2304}},   {DType::kQ5_K, {256, 512, 2304}},
+    {DType::kIQ4_NL, {32, 96, 256, 800}}, {DType::kIQ4_XS, {256, 512, 2304}},
 };
 
 const IsaLevel kLevels[] = {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512};

@@ -14,14 +14,24 @@ namespace {
 using test::make_acts;
 using test::make_weights;
 
-const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
-                        DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                        DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
 
 int64_t n_in_for(DType type) {
   switch (type) {
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
+    case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kIQ4_XS:
       return 768;
+    case DType::kIQ4_NL:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+      return 288;  // 9 blocks: a group of 8 and a tail
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:

@@ -51,16 +51,15 @@ inline std::vector<float> make_acts(int64_t n_tokens, int64_t n_in, uint32_t see
 
 // Activation block a weight type's kernels quantize x with (0: x stays f32).
 inline int64_t act_block(DType type) {
-  switch (type) {
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-      return 32;
-    case DType::kQ4_K:
-    case DType::kQ6_K:
-      return 256;
-    default:
-      return 0;
+  switch (detail::act_form(type)) {
+    case detail::ActForm::kBlock32:
+      return detail::kActBlock;
+    case detail::ActForm::kBlockK:
+      return detail::kActBlockK;
+    case detail::ActForm::kFloat:
+      break;
   }
+  return 0;
 }
 
 // |y - reference| may be at most: the activation quantization error (each x is rounded to a

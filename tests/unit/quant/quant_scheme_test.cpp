@@ -1,5 +1,5 @@
 // The per-tensor types of each scheme follow llama.cpp's llama-quantize rules
-// (llama_tensor_get_type), with q8_0 standing in for q5_0.
+// (llama_tensor_get_type).
 #include "quant/quant_scheme.h"
 
 #include <algorithm>
@@ -48,7 +48,19 @@ TEST(QuantScheme, NamesAliasesAndLlamaCppFileTypes) {
   EXPECT_EQ(k.name, "q4_k_m");
   EXPECT_TRUE(k.k_mix);
   EXPECT_EQ(k.base, DType::kQ4_K);
-  EXPECT_FALSE(quant_scheme_from_name("q5_k_m").ok());
+  EXPECT_EQ(scheme("q4_1").file_type, 3u);
+  EXPECT_EQ(scheme("q5_0").file_type, 8u);
+  EXPECT_EQ(scheme("q5_1").file_type, 9u);
+  EXPECT_EQ(scheme("q2_k").file_type, 10u);
+  EXPECT_EQ(scheme("q3_k").file_type, 11u);
+  const QuantScheme k5 = scheme("Q5_K");
+  EXPECT_EQ(k5.name, "q5_k_m");
+  EXPECT_EQ(k5.file_type, 17u);
+  EXPECT_TRUE(k5.k_mix);
+  EXPECT_EQ(k5.base, DType::kQ5_K);
+  EXPECT_EQ(scheme("iq4_nl").file_type, 25u);
+  EXPECT_EQ(scheme("iq4_xs").file_type, 30u);
+  EXPECT_FALSE(quant_scheme_from_name("iq2_xs").ok());
   EXPECT_FALSE(quant_scheme_from_name("").ok());
   EXPECT_TRUE(quant_scheme_is_quantized(scheme("q8_0")));
   EXPECT_FALSE(quant_scheme_is_quantized(scheme("bf16")));
@@ -113,11 +125,17 @@ TEST(QuantScheme, TiedEmbeddingIsTheOutputAndRowsOf896FallBack) {
   EXPECT_EQ(m.tensors.end(), std::find_if(m.tensors.begin(), m.tensors.end(),
                                           [](const auto& t) { return t.name == "output.weight"; }));
   EXPECT_EQ(km.at("token_embd.weight"), DType::kQ8_0);   // output-like, 896 % 256 != 0
-  EXPECT_EQ(km.at("blk.3.attn_q.weight"), DType::kQ8_0); // q4_K -> (q5_0 in llama.cpp) q8_0
+  EXPECT_EQ(km.at("blk.3.attn_q.weight"), DType::kQ5_0); // q4_K -> q5_0, as llama.cpp
   EXPECT_EQ(km.at("blk.0.attn_v.weight"), DType::kQ8_0); // q6_K -> q8_0
   EXPECT_EQ(km.at("blk.0.ffn_down.weight"), DType::kQ6_K);  // rows of 4864 fit
   EXPECT_EQ(km.at("blk.4.ffn_down.weight"), DType::kQ4_K);
-  EXPECT_EQ(km.at("blk.3.attn_output.weight"), DType::kQ8_0);  // rows of 14 x 64 = 896
+  EXPECT_EQ(km.at("blk.3.attn_output.weight"), DType::kQ5_0);  // rows of 14 x 64 = 896
+  const auto k5 = types_of(scheme("q5_k_m"), m);
+  EXPECT_EQ(k5.at("blk.3.attn_q.weight"), DType::kQ5_1);  // q5_K -> q5_1
+  EXPECT_EQ(k5.at("blk.4.ffn_down.weight"), DType::kQ5_K);
+  const auto k2 = types_of(scheme("q2_k"), m);
+  EXPECT_EQ(k2.at("blk.3.attn_q.weight"), DType::kIQ4_NL);  // q2_K -> iq4_nl
+  EXPECT_EQ(k2.at("blk.4.ffn_down.weight"), DType::kQ2_K);
   EXPECT_EQ(km.at("blk.3.attn_q.bias"), DType::kF32);
   const auto q4 = types_of(scheme("q4_0"), m);
   EXPECT_EQ(q4.at("token_embd.weight"), DType::kQ8_0);  // q6_K does not fit 896: q8_0
@@ -155,29 +173,21 @@ TEST(QuantScheme, RowsThatAreNotWholeBlocksOfABaseTypeAreRefused) {
   EXPECT_EQ(checked, 1);
 }
 
-// The planner (plan/weight_format.h) and this writer share llama.cpp's rules: for q4_k_m they
-// give every tensor the same type, except where llama.cpp's fallback is a type tally cannot
-// compute (q5_0 for q4_K rows of 896), which the writer stores in q8_0.
+// The planner (plan/weight_format.h) and this writer share llama.cpp's rules: for the k-quant
+// mixes they give every tensor the same type (the fallbacks q5_0 / q5_1 are computable).
 TEST(QuantScheme, AgreesWithThePlannerOnEveryTensor) {
-  const auto format = plan::weight_format_from_name("q4_k_m");
-  ASSERT_TRUE(format.ok());
-  for (const char* name : {"qwen2.5-0.5b", "llama-3.2-1b", "llama-2-7b"}) {
-    const plan::PlanModel m = preset(name);
-    int n_substituted = 0;
-    for (const auto& t : m.tensors) {
-      const auto written = quant_scheme_tensor_type(scheme("q4_k_m"), t, m);
-      ASSERT_TRUE(written.ok()) << written.status().to_string();
-      const DType planned = plan::weight_format_tensor_type(*format, t, m);
-      if (dtype_info(planned).computable) {
-        EXPECT_EQ(*written, planned) << name << " " << t.name;
-      } else {
-        ++n_substituted;
-        EXPECT_EQ(planned, DType::kQ5_0) << name << " " << t.name;
-        EXPECT_EQ(*written, DType::kQ8_0) << name << " " << t.name;
+  for (const char* mix : {"q4_k_m", "q5_k_m"}) {
+    const auto format = plan::weight_format_from_name(mix);
+    ASSERT_TRUE(format.ok());
+    for (const char* name : {"qwen2.5-0.5b", "llama-3.2-1b", "llama-2-7b"}) {
+      const plan::PlanModel m = preset(name);
+      for (const auto& t : m.tensors) {
+        const auto written = quant_scheme_tensor_type(scheme(mix), t, m);
+        ASSERT_TRUE(written.ok()) << written.status().to_string();
+        EXPECT_EQ(*written, plan::weight_format_tensor_type(*format, t, m))
+            << mix << " " << name << " " << t.name;
       }
     }
-    // Only Qwen2.5-0.5B has rows (896) that are not whole q4_K blocks.
-    EXPECT_EQ(n_substituted > 0, std::string(name) == "qwen2.5-0.5b") << name;
   }
 }
 

@@ -64,7 +64,8 @@ double rms(const std::vector<float>& v, float center) {
 
 TEST(SyntheticModel, EveryTypeReopensWithMetadataShapesTypesAndSizes) {
   const SyntheticModelSpec spec = tally_test::tiny_spec(2, 300);
-  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}) {
+  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k",
+                           "iq4_nl", "iq4_xs", "q4_k_m", "q5_k_m"}) {
     SCOPED_TRACE(type);
     const Written w = write(spec, type, 7, 2, 260, "meta");
     const io::GgufFile f = open(w.path);
@@ -119,8 +120,11 @@ TEST(SyntheticModel, ValuesHaveTheAskedStdAndAgreeAcrossTypes) {
   const Written ref = write(spec, "f32", 11, 1, 300, "vals");
   const io::GgufFile f32 = open(ref.path);
   // Relative rms error of a type's rounding, bounded loosely.
-  const std::pair<const char*, double> types[] = {{"f16", 1e-3}, {"bf16", 8e-3}, {"q8_0", 0.02}, {"q4_0", 0.2},
-                                                  {"q4_k_m", 0.2}};
+  const std::pair<const char*, double> types[] = {{"f16", 1e-3},   {"bf16", 8e-3},  {"q8_0", 0.02},
+                                                  {"q4_0", 0.2},   {"q4_1", 0.2},   {"q5_0", 0.1},
+                                                  {"q5_1", 0.1},   {"q2_k", 0.6},   {"q3_k", 0.4},
+                                                  {"iq4_nl", 0.2}, {"iq4_xs", 0.2},
+                                                  {"q4_k_m", 0.2}, {"q5_k_m", 0.1}};
   for (const auto& [type, max_rel] : types) {
     SCOPED_TRACE(type);
     const Written w = write(spec, type, 11, 2, 300, "vals");
@@ -229,7 +233,7 @@ TEST(SyntheticModel, BadOptionsFailWithoutLeavingAFile) {
   o.vocab_gguf = tally_test::temp_dir() + "/no_such_vocab.gguf";
   EXPECT_FALSE(write_synthetic_model(o).ok());
   o.vocab_gguf = tally_test::write_tiny_vocab(tally_test::temp_dir(), 300);
-  o.type = "q5_0";
+  o.type = "iq2_xs";
   EXPECT_EQ(write_synthetic_model(o).status().code(), ErrorCode::kInvalidArgument);
   o.type = "f16";
   o.spec.reset();

@@ -98,7 +98,9 @@ void expect_runs(const synth::SyntheticModelSpec& spec, const char* type) {
 }
 
 TEST(SyntheticForward, LlamaOfEveryTypeRunsWithFiniteLogits) {
-  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}) expect_runs(tiny("llama"), type);
+  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "iq4_nl",
+                           "iq4_xs", "q4_k_m", "q5_k_m"})
+    expect_runs(tiny("llama"), type);
 }
 
 TEST(SyntheticForward, Qwen2AndLlama3RopeScalingRun) {

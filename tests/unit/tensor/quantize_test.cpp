@@ -144,6 +144,75 @@ TEST(Quantize, Q4KUsesHighScaleBits) {
   EXPECT_GE(m, 16);
 }
 
+// Bounds relative to the largest |x| of the group: half a step, or a whole one where a side
+// may clamp (the 1% covers the f16 and integer rounding-up of the scales).
+struct RoundTripCase {
+  DType type;
+  int group;     // elements the bound is stated for
+  double bound;  // largest error / largest |x| of the group
+};
+
+TEST(Quantize, LowBitTypesWithinTheirStep) {
+  const RoundTripCase cases[] = {
+      // Extreme's side within half of amax/16, the other side may clamp at +15: one step.
+      {DType::kQ5_0, 32, 1.0 / 16 * (1 + 1.0 / 1024)},
+      // Level 0 is the minimum: half of (max - min)/15 (or /31) <= amax/15 (amax/31).
+      {DType::kQ4_1, 32, 1.0 / 15 * 1.01},
+      {DType::kQ5_1, 32, 1.0 / 31 * 1.01},
+      // As Q4_K with 31 steps: half of (2A + A/63)/31 plus the scale's rounding.
+      {DType::kQ5_K, 256, 0.036},
+      // Symmetric 3 steps per 16: half of (A/3 + d), d <= A/(3*31).
+      {DType::kQ3_K, 256, (1.0 / 6 + 1.0 / 186) * 1.01},
+      // 3 steps over a span of up to 2A + dmin (A/15), plus d (<= that over 15): < 0.37 A.
+      {DType::kQ2_K, 256, 0.37},
+      // The extreme maps to -127; the far side may clamp at +113 (14 steps of amax/127),
+      // the widest gap of the grid is 24 (12 steps); IQ4_XS's step may grow by d <= A/(127*31).
+      {DType::kIQ4_NL, 32, 14.0 / 127 * (1 + 1.0 / 1024)},
+      {DType::kIQ4_XS, 256, 14.0 / 127 * (1 + 1.0 / 31) * 1.001},
+  };
+  uint32_t seed = 10;
+  for (const RoundTripCase& c : cases) {
+    const auto x = test_row(kN, ++seed);
+    const auto y = round_trip(c.type, x);
+    EXPECT_LE(worst_relative_error(x, y, c.group), c.bound) << dtype_name(c.type);
+  }
+}
+
+TEST(Quantize, MoreBitsMeanLessError) {
+  // On gaussian data each type's RMS error is below the next coarser type's (Q4_1 is not
+  // below Q4_0 there: on symmetric data its step (max - min)/15 exceeds Q4_0's amax/8).
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> g(kN);
+  for (auto& v : g) v = normal(rng);
+  auto rms = [&](DType type) {
+    const auto y = round_trip(type, g);
+    double se = 0.0;
+    for (int64_t i = 0; i < kN; ++i) se += (g[i] - y[i]) * double(g[i] - y[i]);
+    return std::sqrt(se / kN);
+  };
+  EXPECT_LT(rms(DType::kQ3_K), rms(DType::kQ2_K));
+  EXPECT_LT(rms(DType::kQ4_K), rms(DType::kQ3_K));
+  EXPECT_LT(rms(DType::kQ5_K), rms(DType::kQ4_K));
+  EXPECT_LT(rms(DType::kQ6_K), rms(DType::kQ5_K));
+  EXPECT_LT(rms(DType::kQ5_0), rms(DType::kQ4_1));
+  EXPECT_LT(rms(DType::kIQ4_NL), rms(DType::kQ4_0));  // the grid fits bell-shaped data
+  EXPECT_LT(rms(DType::kQ5_1), rms(DType::kQ4_1));
+  EXPECT_LT(rms(DType::kQ8_0), rms(DType::kQ5_1));
+}
+
+TEST(Quantize, Q3KUsesHighScaleBits) {
+  // Sub-blocks of growing range: the larger ones need scales s - 32 >= 16 (top bits set).
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = (i / 16 + 1) * ((i % 7) - 3.0f);
+  const auto y = round_trip(DType::kQ3_K, x);
+  EXPECT_LE(worst_relative_error(x, y, 256), (1.0 / 6 + 1.0 / 186) * 1.01);
+  std::vector<uint8_t> q(110);
+  quantize_row(DType::kQ3_K, x.data(), q.data(), 256);
+  EXPECT_GE(q3k_scale(q.data() + 96, 15) - 32, 16);
+  EXPECT_LT(q3k_scale(q.data() + 96, 0) - 32, 16);
+}
+
 TEST(Quantize, HalfTypesRoundToNearest) {
   const auto x = test_row(4096, 7);
   const auto f16 = round_trip(DType::kF16, x);
