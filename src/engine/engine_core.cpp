@@ -120,7 +120,7 @@ Status EngineCore::check_request(const EngineRequest& r) const {
     return make_error(ErrorCode::kInvalidArgument, "min_tokens is {} (must be >= 0)", r.min_tokens);
   }
   TALLY_RETURN_IF_ERROR(r.sampling.validate(n_vocab_));
-  return StopMatcher::validate(r.stop);
+  return StopSet::validate(r.stop);
 }
 
 void EngineCore::add_request(RequestId id, EngineRequest request, uint64_t seed,

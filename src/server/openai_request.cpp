@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sampling/stop_set.h"
 #include "server/generation_fields.h"
 #include "server/json_fields.h"
 
@@ -72,11 +73,8 @@ Error read_stop(const Json& object, std::vector<std::string>& out) {
   } else {
     return wrong_type("stop", "a string or an array of strings", *v);
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i].empty()) {
-      return ApiError::bad_request(fmt::format("'stop[{}]' is an empty string", i), "stop");
-    }
-  }
+  // The engine's rule (empty entries, the byte cap), answered here with the field named.
+  if (Status st = StopSet::validate(out); !st.ok()) return ApiError::bad_request(st.message(), "stop");
   return std::nullopt;
 }
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace {
 
 using namespace tally::server;
@@ -159,6 +161,12 @@ TEST(CompletionRequest, OutOfRangeValuesNameTheField) {
   expect_error(completion_error(R"({"prompt": "x", "logit_bias": {"5": 200}})"), "logit_bias",
                "[-100, 100]");
   expect_error(completion_error(R"({"prompt": "x", "stop": ""})"), "stop", "empty");
+  {
+    // 16 stops of 32 KiB: over the per-request cap on stop bytes (a 400 naming `stop`).
+    nlohmann::json body = {{"prompt", "x"}};
+    body["stop"] = std::vector<std::string>(16, std::string(32 * 1024, 's'));
+    expect_error(completion_error(body.dump()), "stop", "at most 16384");
+  }
   expect_error(completion_error(R"({"prompt": [-1]})"), "prompt[0]", "got -1");
   expect_error(completion_error(R"({"prompt": []})"), "prompt", "empty");
   expect_error(completion_error(R"({"prompt": "x", "max_tokens": 4, "min_tokens": 5})"),
