@@ -43,6 +43,9 @@ TEST(HttpServer, HealthReadyAndModels) {
   EXPECT_EQ(j["data"][0]["id"], "stories260K");
   EXPECT_EQ(j["data"][0]["object"], "model");
   EXPECT_EQ(j["data"][0]["max_model_len"], 256);
+  // The model's id, not the server's file path (test_server.cpp loads models/stories260K.gguf).
+  EXPECT_EQ(j["data"][0]["root"], "stories260K");
+  EXPECT_EQ(models.body.find(".gguf"), std::string::npos) << models.body;
   EXPECT_EQ(body_json(server.get("/v1/models/stories260K"))["id"], "stories260K");
   expect_api_error(server.get("/v1/models/gpt-4"), 404, "gpt-4");
 }
