@@ -69,6 +69,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void watch_for_hangup();
   void on_watch(boost::beast::error_code ec);
+  void on_peer_eof();
 
   void queue_write(std::string bytes);
   void flush();
