@@ -113,6 +113,12 @@ void HttpSession::start() {
   read_next();
 }
 
+void HttpSession::start_refused() {
+  server_->sessions.emplace(this, weak_from_this());
+  refuse(503, fmt::format("too many connections (the server's limit is {}); try again later",
+                          server_->limits.max_connections));
+}
+
 void HttpSession::close() {
   if (closed_) return;
   closed_ = true;

@@ -47,6 +47,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ~HttpSession();
 
   void start();
+  // Over the connection cap: answers 503 at once and closes (after the usual linger).
+  void start_refused();
   void close();  // at once; an exchange in progress counts as a disconnect
   bool idle() const { return state_ == State::kIdle && !closed_; }
 

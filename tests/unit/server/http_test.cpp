@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -169,6 +171,31 @@ TEST(HttpServer, ThousandsOfIdleConnections) {
     ASSERT_TRUE(r) << i;
     EXPECT_EQ(r->status, 200);
   }
+}
+
+// Past --max-connections a new connection is answered 503 and closed; once one closes, a new
+// one is served again.
+TEST(HttpServer, ConnectionCapAnswers503AndCloses) {
+  auto config = TestServer::default_config();
+  config.http.max_connections = 2;
+  TestServer server(config);
+  auto first = std::make_unique<HttpClient>(server.port());
+  HttpClient second(server.port());
+  ASSERT_TRUE(first->connected() && second.connected());
+  ASSERT_TRUE(second.send("GET", "/health"));  // both are open sessions by now
+  ASSERT_TRUE(second.read_reply());
+  HttpClient third(server.port());
+  auto refused = third.read_reply();
+  ASSERT_TRUE(refused);
+  expect_api_error(*refused, 503, "too many connections");
+  EXPECT_TRUE(third.wait_closed(3));
+  first.reset();
+  for (int i = 0; i < 100; ++i) {  // the server notices the close on its own time
+    auto r = server.get("/health");
+    if (r.status == 200) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL() << "a connection closed, yet new ones are still refused";
 }
 
 TEST(Auth, KeysGuardTheApi) {
