@@ -32,6 +32,34 @@ Outcome run(const std::vector<std::string>& stops, const std::vector<std::string
   return out;
 }
 
+// Reference: cut at the earliest end of any stop (longest on equal ends, first of equals).
+Outcome reference_cut(const std::vector<std::string>& stops, const std::string& text) {
+  size_t best_end = std::string::npos, best_pos = 0;
+  int32_t best = -1;
+  for (size_t i = 0; i < stops.size(); ++i) {
+    if (stops[i].empty()) continue;
+    const size_t pos = text.find(stops[i]);
+    if (pos == std::string::npos) continue;
+    const size_t end = pos + stops[i].size();
+    if (end < best_end || (end == best_end && pos < best_pos)) {
+      best_end = end, best_pos = pos, best = static_cast<int32_t>(i);
+    }
+  }
+  if (best < 0) return {text, -1};
+  return {text.substr(0, best_pos), best};
+}
+
+// `text` cut into pieces of 1..max_piece bytes.
+std::vector<std::string> split_randomly(const std::string& text, size_t max_piece, Xoshiro256& rng) {
+  std::vector<std::string> pieces;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t n = 1 + rng.next_u64() % max_piece;
+    pieces.push_back(text.substr(pos, n));
+    pos += n;
+  }
+  return pieces;
+}
+
 TEST(StopMatcher, StopSplitAcrossPieces) {
   StopMatcher m({"###"});
   StopMatcher::Update u = m.feed("Hello #");
@@ -112,43 +140,11 @@ TEST(StopMatcher, ResultDoesNotDependOnHowTextIsSplit) {
     const int len = 1 + static_cast<int>(rng.next_u64() % 12);
     for (int i = 0; i < len; ++i) text += "abc"[rng.next_u64() % 3];
     const Outcome whole = run(stops, {text});
-    std::vector<std::string> pieces;
-    for (size_t pos = 0; pos < text.size();) {
-      const size_t n = 1 + rng.next_u64() % 3;
-      pieces.push_back(text.substr(pos, n));
-      pos += n;
-    }
-    const Outcome split = run(stops, pieces);
+    const Outcome split = run(stops, split_randomly(text, 3, rng));
     ASSERT_EQ(split.text, whole.text) << text;
     ASSERT_EQ(split.stop_index, whole.stop_index) << text;
-    // Reference: cut at the earliest end of any stop (longest on equal ends).
-    size_t best_end = std::string::npos, best_pos = 0;
-    for (const std::string& s : stops) {
-      const size_t pos = text.find(s);
-      if (pos == std::string::npos) continue;
-      const size_t end = pos + s.size();
-      if (end < best_end || (end == best_end && pos < best_pos)) best_end = end, best_pos = pos;
-    }
-    ASSERT_EQ(whole.text, best_end == std::string::npos ? text : text.substr(0, best_pos))
-        << text;
+    ASSERT_EQ(whole.text, reference_cut(stops, text).text) << text;
   }
-}
-
-// Reference: cut at the earliest end of any stop (longest on equal ends, first of equals).
-Outcome reference_cut(const std::vector<std::string>& stops, const std::string& text) {
-  size_t best_end = std::string::npos, best_pos = 0;
-  int32_t best = -1;
-  for (size_t i = 0; i < stops.size(); ++i) {
-    if (stops[i].empty()) continue;
-    const size_t pos = text.find(stops[i]);
-    if (pos == std::string::npos) continue;
-    const size_t end = pos + stops[i].size();
-    if (end < best_end || (end == best_end && pos < best_pos)) {
-      best_end = end, best_pos = pos, best = static_cast<int32_t>(i);
-    }
-  }
-  if (best < 0) return {text, -1};
-  return {text.substr(0, best_pos), best};
 }
 
 TEST(StopMatcher, RandomStopSetsMatchTheReference) {
@@ -162,13 +158,7 @@ TEST(StopMatcher, RandomStopSetsMatchTheReference) {
     }
     std::string text(rng.next_u64() % 24, 'a');
     for (char& c : text) c = "abc"[rng.next_u64() % 3];
-    std::vector<std::string> pieces;
-    for (size_t pos = 0; pos < text.size();) {
-      const size_t n = 1 + rng.next_u64() % 4;
-      pieces.push_back(text.substr(pos, n));
-      pos += n;
-    }
-    const Outcome got = run(stops, pieces);
+    const Outcome got = run(stops, split_randomly(text, 4, rng));
     const Outcome want = reference_cut(stops, text);
     ASSERT_EQ(got.text, want.text) << text;
     ASSERT_EQ(got.stop_index, want.stop_index) << text;
