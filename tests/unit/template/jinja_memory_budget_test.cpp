@@ -25,18 +25,37 @@ void count_allocation(int64_t delta) {
 
 }  // namespace
 
-void* operator new(size_t n) {
+namespace {
+
+void* counted_malloc(size_t n) noexcept {
   void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  count_allocation(static_cast<int64_t>(malloc_usable_size(p)));
+  if (p != nullptr) count_allocation(static_cast<int64_t>(malloc_usable_size(p)));
   return p;
 }
-void operator delete(void* p) noexcept {
+
+void counted_free(void* p) noexcept {
   if (p == nullptr) return;
   count_allocation(-static_cast<int64_t>(malloc_usable_size(p)));
   std::free(p);
 }
-void operator delete(void* p, size_t) noexcept { operator delete(p); }
+
+}  // namespace
+
+// Every plain form, array and nothrow ones included, so no allocation made by one (ASan's,
+// say) is freed by another (the aligned forms stay the runtime's, paired among themselves).
+void* operator new(size_t n) {
+  if (void* p = counted_malloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t n) { return operator new(n); }
+void* operator new(size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void* operator new[](size_t n, const std::nothrow_t&) noexcept { return counted_malloc(n); }
+void operator delete(void* p) noexcept { counted_free(p); }
+void operator delete[](void* p) noexcept { counted_free(p); }
+void operator delete(void* p, size_t) noexcept { counted_free(p); }
+void operator delete[](void* p, size_t) noexcept { counted_free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
 
 namespace tally {
 namespace {
