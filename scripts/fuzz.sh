@@ -4,7 +4,8 @@
 # first crash, sanitizer report, timeout or out-of-memory; the input is saved under
 # build/fuzz/artifacts/.
 #
-# Usage: scripts/fuzz.sh [seconds per target, default 60] [name ...]   (names: gguf, llama2c)
+# Usage: scripts/fuzz.sh [seconds per target, default 60] [name ...]
+#   names: gguf, llama2c, http, openai_request, tokenizer, chat_template (default: all)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -228,7 +228,7 @@ int run_chat(std::unique_ptr<Model> model, std::unique_ptr<Tokenizer> tokenizer,
              const ChatOptions& options) {
   auto choice = choose_template(*model, options.template_path);
   if (!choice.ok()) return report_error(choice.status());
-  if (Status st = StopMatcher::validate(options.stop); !st.ok()) return report_error(st);
+  if (Status st = StopSet::validate(options.stop); !st.ok()) return report_error(st);
   const SamplingCheck sampling = check_sampling_params(options.turn.sampling, model->config().n_vocab);
   if (!sampling.status.ok()) return report_error(sampling.status);
   // The model holds positions up to its context_length: -c can only lower that.

@@ -59,7 +59,7 @@ Status check_args(const GenerateArgs& a) {
   if (a.threads < 0) return make_error(ErrorCode::kInvalidArgument, "--threads must be >= 0, got {}", a.threads);
   if (a.ctx_size < 0) return make_error(ErrorCode::kInvalidArgument, "--ctx-size must be >= 0, got {}", a.ctx_size);
   if (a.batch_size < 1) return make_error(ErrorCode::kInvalidArgument, "--batch-size must be >= 1, got {}", a.batch_size);
-  return StopMatcher::validate(a.stop);
+  return StopSet::validate(a.stop);
 }
 
 // A KV pool just large enough for this prompt and -n tokens (as the timing line reports).

@@ -49,6 +49,15 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& confi
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& config,
                                                        std::unique_ptr<Model> model,
                                                        std::unique_ptr<Tokenizer> tokenizer) {
+  // Every token id must have a logit (and an embedding row): a stop token or a special token
+  // past the model's rows would be read or written beyond the logits.
+  if (tokenizer->n_vocab() > model->config().n_vocab) {
+    return make_error(ErrorCode::kFormat,
+                      "{}: the tokenizer has {} tokens but the model has {} embedding/output "
+                      "rows (token_embd.weight); token ids {}.. would have no logits",
+                      config.model_path, tokenizer->n_vocab(), model->config().n_vocab,
+                      model->config().n_vocab);
+  }
   TALLY_ASSIGN_OR_RETURN(plan::PlanModel plan_model, plan::plan_model_from_gguf(model->gguf()));
   TALLY_ASSIGN_OR_RETURN(EngineSizing sizing, engine_sizing(config, model->config(), plan_model));
   TALLY_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(scheduler_config(config, sizing)));
@@ -136,7 +145,7 @@ Status EngineCore::check_request(const EngineRequest& r) const {
     return make_error(ErrorCode::kInvalidArgument, "min_tokens is {} (must be >= 0)", r.min_tokens);
   }
   TALLY_RETURN_IF_ERROR(r.sampling.validate(n_vocab_));
-  return StopMatcher::validate(r.stop);
+  return StopSet::validate(r.stop);
 }
 
 void EngineCore::add_request(RequestId id, EngineRequest request, uint64_t seed,

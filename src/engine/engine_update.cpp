@@ -68,7 +68,7 @@ FinishReason EngineCore::update_sample(RequestState& r, const SampleSlot& slot, 
   outbox_.push_back({&r, std::move(ev)});
   if (u.stopped) {
     finish_sample(r, slot.seq_index, FinishReason::kStop, -1,
-                  r.stop_strings[static_cast<size_t>(u.stop_index)], now);
+                  r.stops->strings()[static_cast<size_t>(u.stop_index)], now);
     return FinishReason::kStop;
   }
   if (s.n_generated >= r.max_tokens || r.prompt_tokens + s.n_generated >= max_model_len()) {

@@ -30,13 +30,13 @@ RequestState RequestState::make(RequestId id, const EngineRequest& request, uint
   r.logprobs = request.sampling.logprobs;
   r.send_text = request.detokenize;
   r.want_text = request.detokenize || !request.stop.empty();
-  r.stop_strings = request.stop;
+  r.stops = std::make_shared<const StopSet>(request.stop);
   r.arrival = arrival;
   r.samples.reserve(static_cast<size_t>(request.n));
   for (int32_t i = 0; i < request.n; ++i) {
     SamplingParams p = request.sampling;
     p.seed = engine_sample_seed(seed, i);
-    SampleState& s = r.samples.emplace_back(p, n_vocab, tokenizer, request.stop);
+    SampleState& s = r.samples.emplace_back(p, n_vocab, tokenizer, r.stops);
     // The text continues the prompt: right after BOS the detokenizer drops SentencePiece's
     // leading space, as `tally generate` has always printed (BOS itself has no text).
     if (!request.prompt.empty() && request.prompt.back() == tokenizer.bos()) {

@@ -1,10 +1,11 @@
 // What the engine keeps per request besides the scheduler's view: the caller's callback, one
-// sampler, detokenizer and stop-string matcher per sample, and the timestamps of its timing.
+// sampler, detokenizer and stop-string matcher per sample (the stop strings themselves once), and the timestamps of its timing.
 // Owned and touched by the engine thread only.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@ using EngineClock = std::chrono::steady_clock;
 
 struct SampleState {
   SampleState(const SamplingParams& params, int32_t n_vocab, const Tokenizer& tokenizer,
-              const std::vector<std::string>& stops)
-      : sampler(params, n_vocab), detok(tokenizer), stop(stops) {}
+              std::shared_ptr<const StopSet> stops)
+      : sampler(params, n_vocab), detok(tokenizer), stop(std::move(stops)) {}
 
   Sampler sampler;
   StreamingDetokenizer detok;
@@ -41,7 +42,7 @@ struct RequestState {
   bool logprobs = false;
   bool want_text = true;  // detokenize, or stop strings to match
   bool send_text = true;  // detokenize: text goes into the events
-  std::vector<std::string> stop_strings;
+  std::shared_ptr<const StopSet> stops;  // one copy shared by the samples' matchers
   std::vector<SampleState> samples;  // [n]
   int32_t n_live = 0;                // samples without a kFinished yet
   bool failed = false;               // ended with kError: nothing more goes out

@@ -7,15 +7,20 @@
 // the result is the same however the text is split into pieces; among stops completing at
 // the same byte, the longest. Works on bytes, so UTF-8 stop strings match UTF-8 text.
 //
-// Not thread-safe; one per request.
+// Cost: the stops are one shared automaton (StopSet); feeding text costs amortized O(1) per
+// byte (work() counts it), and at most the longest stop minus one byte is held back.
+//
+// Not thread-safe; one per sample. The StopSet may be shared by many matchers.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "sampling/stop_set.h"
 
 namespace tally {
 
@@ -27,11 +32,11 @@ class StopMatcher {
     int32_t stop_index = -1;   // which one, an index into the stops given
   };
 
-  // Empty stop strings never match (validate() reports them as errors).
+  explicit StopMatcher(std::shared_ptr<const StopSet> stops);
+  // Builds a StopSet of its own (tests, one-off use). Empty stop strings never match.
   explicit StopMatcher(std::vector<std::string> stops);
-
-  // InvalidArgument naming the entry for an empty stop string.
-  static Status validate(const std::vector<std::string>& stops);
+  explicit StopMatcher(std::initializer_list<std::string> stops)
+      : StopMatcher(std::vector<std::string>(stops)) {}
 
   // Appends newly generated text. After a stop, further text is ignored (emit is empty).
   Update feed(std::string_view piece);
@@ -40,15 +45,18 @@ class StopMatcher {
 
   bool stopped() const { return stopped_; }
   // Bytes currently held back as a possible start of a stop string.
-  size_t held_back() const { return pending_.size(); }
+  size_t held_back() const { return pending_.size() - head_; }
+  // Automaton steps plus bytes moved inside the buffer so far: linear in the bytes fed.
+  uint64_t work() const { return work_; }
 
  private:
-  // Longest suffix of pending_ that is a proper prefix of some stop string.
-  size_t partial_match_length() const;
-
-  std::vector<std::string> stops_;
-  std::string pending_;  // text not yet emitted: always a possible start of a stop
-  std::string out_;      // backing store of the last emit
+  std::shared_ptr<const StopSet> stops_;
+  StopSet::State state_ = StopSet::kStart;
+  // pending_[head_, end) is held back; [0, head_) was emitted and is dropped lazily, once it
+  // is at least as long as what remains, so each emitted byte pays for one moved byte.
+  std::string pending_;
+  size_t head_ = 0;
+  uint64_t work_ = 0;
   bool stopped_ = false;
 };
 

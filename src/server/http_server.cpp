@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -28,7 +29,12 @@ void accept_next(const std::shared_ptr<HttpServer::Impl>& impl) {
       timer->async_wait([impl, timer](boost::system::error_code) { accept_next(impl); });
       return;
     }
-    std::make_shared<HttpSession>(std::move(socket), impl)->start();
+    auto session = std::make_shared<HttpSession>(std::move(socket), impl);
+    if (impl->sessions.size() >= impl->limits.max_connections) {
+      session->start_refused();  // counted until it closes: a flood cannot grow past the cap
+    } else {
+      session->start();
+    }
     accept_next(impl);
   });
 }
@@ -50,7 +56,22 @@ HttpServer::HttpServer(asio::io_context& io, HttpServerLimits limits, HttpHandle
 
 HttpServer::~HttpServer() { stop_accepting(); }
 
+namespace {
+
+size_t max_connections_from_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  const auto files = static_cast<size_t>(limit.rlim_cur);
+  return files > 2 * HttpServerLimits::kReservedFiles ? files - HttpServerLimits::kReservedFiles
+                                                       : HttpServerLimits::kReservedFiles;
+}
+
+}  // namespace
+
 Result<uint16_t> HttpServer::listen(const std::string& host, uint16_t port) {
+  if (impl_->limits.max_connections == 0) {
+    impl_->limits.max_connections = max_connections_from_file_limit();
+  }
   boost::system::error_code ec;
   const auto address = asio::ip::make_address(host, ec);
   if (ec) {

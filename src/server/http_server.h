@@ -7,7 +7,8 @@
 // Limits answered here, before any handler runs: a header over max_header_bytes (431), a body
 // over max_body_bytes (413), a malformed request (400), a client too slow to send its header
 // or body (408, then the connection closes). Between requests a connection may stay idle for
-// idle_timeout; a write that makes no progress for write_timeout closes it.
+// idle_timeout; a write that makes no progress for write_timeout closes it. Past
+// max_connections open connections a new one is answered 503 and closed.
 //
 // Thread rules: construct, listen and stop on any thread before/after io.run(); everything
 // else (and every HttpExchange call) on the io_context's thread.
@@ -34,6 +35,10 @@ struct HttpServerLimits {
   double read_timeout = 30;    // seconds: end of the header -> end of the body
   double idle_timeout = 120;   // seconds a keep-alive connection may wait for a request
   double write_timeout = 60;   // seconds a pending write may make no progress
+  // Open connections at most; one more is answered 503 and closed. 0: the open-file limit
+  // (RLIMIT_NOFILE when listen() runs) less kReservedFiles, for the model, logs and the like.
+  size_t max_connections = 0;
+  static constexpr size_t kReservedFiles = 64;
 };
 
 class HttpServer {

@@ -113,6 +113,12 @@ void HttpSession::start() {
   read_next();
 }
 
+void HttpSession::start_refused() {
+  server_->sessions.emplace(this, weak_from_this());
+  refuse(503, fmt::format("too many connections (the server's limit is {}); try again later",
+                          server_->limits.max_connections));
+}
+
 void HttpSession::close() {
   if (closed_) return;
   closed_ = true;
@@ -295,8 +301,12 @@ void HttpSession::on_watch(beast::error_code ec) {
   }
   beast::error_code read_ec;
   const size_t available = socket_.available(read_ec);
-  if (read_ec || available == 0) {
-    close();  // EOF or reset: the client is gone
+  if (read_ec) {
+    close();  // reset: the client is gone
+    return;
+  }
+  if (available == 0) {
+    on_peer_eof();
     return;
   }
   constexpr size_t kMaxPipelined = 64 << 10;
@@ -308,6 +318,25 @@ void HttpSession::on_watch(beast::error_code ec) {
   }
   buffer_.commit(n);
   watch_for_hangup();
+}
+
+// The client sent FIN. It may be gone, or only done sending (shutdown(SHUT_WR) after a
+// complete request) and still reading: TCP shows both the same. So the request goes on and
+// the connection closes after its response; a client that is gone answers the next bytes
+// sent with a reset, reported as a socket error. When no response bytes have gone out yet,
+// an interim "100 Continue" is those bytes (HTTP/1.1 clients must accept 1xx responses
+// before the final one); HTTP/1.0 has no interim responses, so there EOF still means gone.
+void HttpSession::on_peer_eof() {
+  keep_alive_ = false;
+  if (!chunked_) {
+    close();
+    return;
+  }
+  socket_.async_wait(asio::ip::tcp::socket::wait_error,
+                     [self = shared_from_this()](beast::error_code ec) {
+                       if (!ec && !self->closed_) self->close();  // reset: the client is gone
+                     });
+  if (status_ == 0) queue_write("HTTP/1.1 100 Continue\r\n\r\n");
 }
 
 std::string HttpSession::response_head(int status, const std::string& content_type,

@@ -47,6 +47,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ~HttpSession();
 
   void start();
+  // Over the connection cap: answers 503 at once and closes (after the usual linger).
+  void start_refused();
   void close();  // at once; an exchange in progress counts as a disconnect
   bool idle() const { return state_ == State::kIdle && !closed_; }
 
@@ -69,6 +71,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   void watch_for_hangup();
   void on_watch(boost::beast::error_code ec);
+  void on_peer_eof();
 
   void queue_write(std::string bytes);
   void flush();

@@ -14,7 +14,7 @@ nlohmann::json model_json(const ServerContext& ctx, const std::string& name) {
           {"object", "model"},
           {"created", ctx.started_unix},
           {"owned_by", "tally"},
-          {"root", ctx.config.model_path},
+          {"root", name},  // the model id, as vLLM: never the server's file path
           {"max_model_len", ctx.engine.max_model_len()}};
 }
 

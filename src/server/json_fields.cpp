@@ -108,7 +108,10 @@ Error to_int(const Json& value, const std::string& field, int64_t lo, int64_t hi
   } else if (value.is_number_float()) {
     const double d = value.get<double>();
     if (!std::isfinite(d) || d != std::floor(d)) return wrong_type(field, "an integer", value);
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+    // 2^63 itself compares equal to (double)INT64_MAX but does not fit: converting it (or
+    // anything beyond) would be undefined behaviour.
+    constexpr double kTwoTo63 = 9223372036854775808.0;
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi) || d >= kTwoTo63) {
       return out_of_range(fmt::format("{}", d));
     }
     out = static_cast<int64_t>(d);

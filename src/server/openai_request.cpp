@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "sampling/stop_set.h"
+#include "server/client_text.h"
 #include "server/generation_fields.h"
 #include "server/json_fields.h"
 
@@ -18,6 +20,7 @@ constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxN = 128;
 constexpr int64_t kMaxLogprobs = 20;
 constexpr size_t kMaxStops = 16;
+constexpr size_t kMaxLogitBias = 300;  // OpenAI's limit
 
 // Fields both endpoints read (sampling, limits, streaming).
 const std::vector<std::string_view> kCommonFields = {"model",
@@ -73,34 +76,50 @@ Error read_stop(const Json& object, std::vector<std::string>& out) {
   } else {
     return wrong_type("stop", "a string or an array of strings", *v);
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i].empty()) {
-      return ApiError::bad_request(fmt::format("'stop[{}]' is an empty string", i), "stop");
-    }
-  }
+  // The engine's rule (empty entries, the byte cap), answered here with the field named.
+  if (Status st = StopSet::validate(out); !st.ok()) return ApiError::bad_request(st.message(), "stop");
   return std::nullopt;
+}
+
+// A token id as a JSON key, in its one spelling: "5", never "05", "+5", " 5" or "5.0", so two
+// keys can never name the same token (their biases would otherwise both apply).
+std::optional<int32_t> canonical_token_id(const std::string& key) {
+  if (key.empty() || key.size() > 10 || (key[0] == '0' && key.size() > 1)) return std::nullopt;
+  int64_t id = 0;
+  for (const char c : key) {
+    if (c < '0' || c > '9') return std::nullopt;
+    id = id * 10 + (c - '0');
+  }
+  if (id > kMaxInt32) return std::nullopt;
+  return static_cast<int32_t>(id);
 }
 
 Error read_logit_bias(const Json& object, SamplingParams& p) {
   const Json* v = find(object, "logit_bias");
   if (!v) return std::nullopt;
   if (!v->is_object()) return wrong_type("logit_bias", "an object of token id -> bias", *v);
+  if (v->size() > kMaxLogitBias) {
+    return ApiError::bad_request(fmt::format("'logit_bias' has {} entries, at most {} are allowed",
+                                             v->size(), kMaxLogitBias),
+                                 "logit_bias");
+  }
   for (auto it = v->begin(); it != v->end(); ++it) {
     const std::string& key = it.key();
-    char* end = nullptr;
-    const long long token = std::strtoll(key.c_str(), &end, 10);
-    if (key.empty() || *end != '\0' || token < 0 || token > kMaxInt32) {
+    const std::optional<int32_t> token = canonical_token_id(key);
+    if (!token) {
       return ApiError::bad_request(
-          fmt::format("'logit_bias' key '{}' is not a token id (a non-negative integer)", key),
+          fmt::format("'logit_bias' key {} is not a token id (digits without sign, spaces or "
+                      "leading zeros)",
+                      quote_client_text(key)),
           "logit_bias");
     }
     const Json& bias = it.value();
     if (!bias.is_number() || !std::isfinite(bias.get<double>()) ||
         std::fabs(bias.get<double>()) > 100) {
       return ApiError::bad_request(
-          fmt::format("'logit_bias[{}]' must be a number in [-100, 100]", key), "logit_bias");
+          fmt::format("'logit_bias[{}]' must be a number in [-100, 100]", *token), "logit_bias");
     }
-    p.logit_bias.emplace_back(static_cast<int32_t>(token), bias.get<float>());
+    p.logit_bias.emplace_back(*token, bias.get<float>());
   }
   return std::nullopt;
 }

@@ -65,6 +65,9 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
          "Seconds a write may stall (a client that stops reading) before the connection closes")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-connections", s.http.max_connections,
+                 "Open connections at most; beyond, 503 and close (0: the open-file limit less 64)")
+      ->capture_default_str();
   app.add_option("--access-log", s.access_log,
                  "Access log (JSON lines): '-' stdout, 'off', or a file")
       ->capture_default_str();

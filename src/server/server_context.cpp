@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/api_error.h"
+#include "server/client_text.h"
 
 namespace tally::server {
 
@@ -37,10 +38,12 @@ void reply_json(HttpExchange& exchange, int status, std::string body) {
 
 void log_ignored_fields(HttpExchange& exchange, const std::vector<std::string>& ignored) {
   if (ignored.empty()) return;
+  // Field names come from the client: escaped, so no newline or control byte reaches the log.
   std::string list;
-  for (const auto& name : ignored) list += (list.empty() ? "" : ", ") + name;
-  spdlog::warn("serve: {} {}: ignored request fields: {}", exchange.log().request_id,
-               exchange.request().path, list);
+  for (const auto& name : ignored) list += (list.empty() ? "" : ", ") + quote_client_text(name);
+  spdlog::warn("serve: {} {}: ignored request fields: {}",
+               exchange.log().request_id,  // checked by request_id_acceptable()
+               quote_client_text(exchange.request().path, 256), list);
 }
 
 }  // namespace tally::server

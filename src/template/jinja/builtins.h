@@ -59,7 +59,8 @@ Value get_slice(Interpreter& in, const Value& object, const Value& start, const 
                 const Value& step);
 
 // The items a for loop visits: list items, dict keys, string characters; undefined is empty.
-std::vector<Value> iterate(const Value& v);
+// Charges the list (one item per character for a string) before building it.
+std::vector<Value> iterate(Interpreter& in, const Value& v);
 
 // A render error for using an undefined value ("'x' is undefined").
 [[noreturn]] void fail_undefined(const Value& v);

@@ -166,9 +166,11 @@ Value Interpreter::eval_test(const Expr& e) {
 
 Value Interpreter::eval_compare(const Expr& e) {
   Value left = eval(*e.a);
-  for (const auto& [op, rhs_expr] : e.compares) {
-    Value right = eval(*rhs_expr);
-    const bool ok = with_pos(rhs_expr->pos, [&] { return compare(op, left, right); });
+  for (const auto& comparison : e.compares) {
+    const std::string& op = comparison.first;  // not a structured binding: clang 14 cannot
+    const Expr& rhs_expr = *comparison.second;  // capture those in the lambda below
+    Value right = eval(rhs_expr);
+    const bool ok = with_pos(rhs_expr.pos, [&] { return compare(op, left, right); });
     if (!ok) return Value(false);
     left = std::move(right);
   }

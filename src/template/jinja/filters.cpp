@@ -116,15 +116,15 @@ Value f_length(Interpreter&, const Value& v, CallArgs& args) {
   }
 }
 
-Value f_first(Interpreter&, const Value& v, CallArgs& args) {
+Value f_first(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("first", args, {});
-  std::vector<Value> items = iterate(v);
+  std::vector<Value> items = iterate(in, v);
   return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
 }
 
-Value f_last(Interpreter&, const Value& v, CallArgs& args) {
+Value f_last(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("last", args, {});
-  std::vector<Value> items = iterate(v);
+  std::vector<Value> items = iterate(in, v);
   return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
 }
 
@@ -133,7 +133,7 @@ Value f_join(Interpreter& in, const Value& v, CallArgs& args) {
   const std::string sep = a.has(0) ? str_of(in, a.get(0)) : "";
   std::string out;
   bool first = true;
-  for (const Value& item : iterate(v)) {
+  for (const Value& item : iterate(in, v)) {
     if (!first) out += sep;
     first = false;
     str_append(in, out, a.has(1) ? attribute_path(in, item, str_of(in, a.get(1))) : item);
@@ -222,7 +222,7 @@ Value f_float(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_list(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("list", args, {});
-  return list_result(in, iterate(v));
+  return list_result(in, iterate(in, v));
 }
 
 Value f_items(Interpreter& in, const Value& v, CallArgs& args) {
@@ -251,7 +251,7 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& args, bool by_attr,
     test_args.named = args.named;
   }
   std::vector<Value> out;
-  for (const Value& item : iterate(v)) {
+  for (const Value& item : iterate(in, v)) {
     in.step();
     const Value subject = by_attr ? attribute_path(in, item, attr) : item;
     CallArgs call_args = test_args;
@@ -285,7 +285,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& args) {
   }
   if (attr.empty() && args.positional.empty())
     render_fail("map(): a filter name or attribute= is required");
-  for (const Value& item : iterate(v)) {
+  for (const Value& item : iterate(in, v)) {
     in.step();
     if (!attr.empty()) {
       Value got = attribute_path(in, item, attr);
@@ -404,7 +404,7 @@ Value f_sort(Interpreter& in, const Value& v, CallArgs& args) {
   const bool cs = a.get_bool(1, false);
   const std::string attr = a.has(2) ? str_of(in, a.get(2)) : "";
   std::vector<std::pair<Value, Value>> keyed;  // (key, item)
-  for (const Value& item : iterate(v)) keyed.emplace_back(sort_key(in, item, attr, cs), item);
+  for (const Value& item : iterate(in, v)) keyed.emplace_back(sort_key(in, item, attr, cs), item);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     in.step();
     return reverse ? py_less(y.first, x.first) : py_less(x.first, y.first);
@@ -420,7 +420,7 @@ Value f_reverse(Interpreter& in, const Value& v, CallArgs& args) {
     CallArgs none;
     return get_slice(in, v, Value(), Value(), Value(int64_t{-1}));
   }
-  std::vector<Value> items = iterate(v);
+  std::vector<Value> items = iterate(in, v);
   std::reverse(items.begin(), items.end());
   return list_result(in, std::move(items));
 }
@@ -429,7 +429,7 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& args) {
   ArgBinder a("sum", args, {"attribute", "start"});
   Value total = a.get_or(1, Value(int64_t{0}));
   const std::string attr = a.has(0) ? str_of(in, a.get(0)) : "";
-  for (const Value& item : iterate(v)) {
+  for (const Value& item : iterate(in, v)) {
     total = binary_op(in, "+", total, attr.empty() ? item : attribute_path(in, item, attr));
   }
   return total;
@@ -440,7 +440,7 @@ Value min_max(Interpreter& in, const Value& v, CallArgs& args, bool want_max) {
   const bool cs = a.get_bool(0, false);
   const std::string attr = a.has(1) ? str_of(in, a.get(1)) : "";
   Value best, best_key;
-  for (const Value& item : iterate(v)) {
+  for (const Value& item : iterate(in, v)) {
     Value k = sort_key(in, item, attr, cs);
     if (best.is_undefined() || (want_max ? py_less(best_key, k) : py_less(k, best_key))) {
       best = item;
@@ -457,7 +457,7 @@ Value f_unique(Interpreter& in, const Value& v, CallArgs& args) {
   const bool cs = a.get_bool(0, false);
   const std::string attr = a.has(1) ? str_of(in, a.get(1)) : "";
   std::vector<Value> out, keys;
-  for (const Value& item : iterate(v)) {
+  for (const Value& item : iterate(in, v)) {
     Value k = sort_key(in, item, attr, cs);
     bool seen = false;
     for (const Value& s : keys) {

@@ -56,6 +56,11 @@ void Interpreter::charge(size_t bytes) {
   }
 }
 
+void Interpreter::charge_items(size_t n) {
+  if (n > limits_.max_alloc_bytes / kItemBytes) charge(limits_.max_alloc_bytes + 1);
+  charge(n * kItemBytes);
+}
+
 void Interpreter::check_size(size_t size) const {
   if (size > limits_.max_output_bytes) {
     fail_limit("string longer than " + std::to_string(limits_.max_output_bytes) + " bytes");
@@ -154,7 +159,7 @@ void Interpreter::assign(const std::vector<std::string>& targets, const Value& v
     return;
   }
   with_pos(at.pos, [&] {
-    std::vector<Value> items = iterate(value);
+    std::vector<Value> items = iterate(*this, value);
     if (items.size() != targets.size()) {
       render_failf("cannot unpack {} values into {} names", std::to_string(items.size()),
                    std::to_string(targets.size()));
@@ -166,8 +171,7 @@ void Interpreter::assign(const std::vector<std::string>& targets, const Value& v
 
 Interpreter::Flow Interpreter::exec_for(const Node& n) {
   const Value iterable = eval(*n.expr);
-  std::vector<Value> items = with_pos(n.expr->pos, [&] { return iterate(iterable); });
-  charge(items.size() * sizeof(Value));
+  std::vector<Value> items = with_pos(n.expr->pos, [&] { return iterate(*this, iterable); });
   Scope* outer = scope_;
   if (n.filter) {  // the "if" of the loop runs before loop.* exists: it decides loop.length
     std::vector<Value> kept;

@@ -1,7 +1,8 @@
 // Renders a parsed template: walks the statement tree, evaluates expressions over Values and
 // appends to the output. One Interpreter serves one render on one thread; it counts every
 // step and every byte it builds against RenderLimits, so a hostile template ends with a
-// kLimit error instead of hanging or exhausting memory.
+// kLimit error instead of hanging or exhausting memory. Bytes are charged before they are
+// allocated (from the sizes about to be built), so the limit fires before the memory is taken.
 //
 // Scoping follows Jinja2: each for-loop iteration and each macro call gets a fresh scope (a
 // `set` inside them is not seen outside; namespace() objects carry values out), `if` does
@@ -52,6 +53,10 @@ class Interpreter {
   // Budget: one step of work; `bytes` more built; a string about to reach `size` bytes.
   void step();
   void charge(size_t bytes);
+  // Charges a list of n items about to be built: each a Value and, at worst, a string of its
+  // own (shared std::string and its control block), besides the string bytes charged apart.
+  void charge_items(size_t n);
+  static constexpr size_t kItemBytes = sizeof(Value) + sizeof(std::string) + 32;
   void check_size(size_t size) const;
 
   // Calls a filter or test by name (used by map/select/selectattr).

@@ -100,7 +100,14 @@ Value split_impl(Interpreter& in, const Value& self, CallArgs& args, bool from_r
   ArgBinder a(from_right ? "rsplit" : "split", args, {"sep", "maxsplit"});
   const std::string& s = self_str(self);
   int64_t maxsplit = a.get_int(1, -1);
+  // Parts in the order found (right to left for rsplit: reversed at the end, not inserted at
+  // the front, which would be quadratic), each charged before it is stored.
   std::vector<std::string> parts;
+  auto add_part = [&](std::string_view part) {
+    in.charge_items(1);
+    in.charge(part.size());
+    parts.emplace_back(part);
+  };
   if (!a.has(0) || a.get(0).is_none()) {
     std::vector<std::pair<size_t, size_t>> words;  // [begin, end) of each word
     size_t i = 0;
@@ -109,6 +116,7 @@ Value split_impl(Interpreter& in, const Value& self, CallArgs& args, bool from_r
       if (i >= s.size()) break;
       size_t e = i;
       while (e < s.size() && !py_is_space(static_cast<unsigned char>(s[e]))) ++e;
+      in.charge(sizeof(std::pair<size_t, size_t>));
       words.emplace_back(i, e);
       i = e;
     }
@@ -120,11 +128,11 @@ Value split_impl(Interpreter& in, const Value& self, CallArgs& args, bool from_r
         const size_t idx = n - 1 - k;
         const size_t begin = last ? 0 : words[idx].first;
         const std::string_view w = std::string_view(s).substr(begin, words[idx].second - begin);
-        parts.insert(parts.begin(), std::string(w));
+        add_part(w);
       } else {
         const size_t end = last ? s.size() : words[k].second;
         const std::string_view w = std::string_view(s).substr(words[k].first, end - words[k].first);
-        parts.emplace_back(w);
+        add_part(w);
       }
     }
   } else {
@@ -135,25 +143,21 @@ Value split_impl(Interpreter& in, const Value& self, CallArgs& args, bool from_r
       const size_t at = from_right ? rest.rfind(sep) : rest.find(sep);
       if (at == std::string_view::npos) break;
       if (from_right) {
-        parts.insert(parts.begin(), std::string(rest.substr(at + sep.size())));
+        add_part(rest.substr(at + sep.size()));
         rest = rest.substr(0, at);
       } else {
-        parts.emplace_back(rest.substr(0, at));
+        add_part(rest.substr(0, at));
         rest = rest.substr(at + sep.size());
       }
       if (maxsplit > 0) --maxsplit;
       in.step();
     }
-    if (from_right) {
-      parts.insert(parts.begin(), std::string(rest));
-    } else {
-      parts.emplace_back(rest);
-    }
+    add_part(rest);
   }
+  if (from_right) std::reverse(parts.begin(), parts.end());
   std::vector<Value> out;
   out.reserve(parts.size());
   for (auto& p : parts) out.emplace_back(std::move(p));
-  in.charge(s.size() + out.size() * sizeof(Value));
   return Value::array(std::move(out));
 }
 Value str_split(Interpreter& in, const Value& s, CallArgs& a) {
@@ -173,12 +177,17 @@ Value str_splitlines(Interpreter& in, const Value& self, CallArgs& args) {
     if (s[i] != '\n' && s[i] != '\r') continue;
     size_t end = i + 1;
     if (s[i] == '\r' && end < s.size() && s[end] == '\n') ++end;
+    in.charge_items(1);
+    in.charge((keep ? end : i) - begin);
     out.emplace_back(s.substr(begin, (keep ? end : i) - begin));
     begin = end;
     i = end - 1;
   }
-  if (begin < s.size()) out.emplace_back(s.substr(begin));
-  in.charge(s.size() + out.size() * sizeof(Value));
+  if (begin < s.size()) {
+    in.charge_items(1);
+    in.charge(s.size() - begin);
+    out.emplace_back(s.substr(begin));
+  }
   return Value::array(std::move(out));
 }
 
@@ -247,7 +256,7 @@ Value str_join(Interpreter& in, const Value& self, CallArgs& args) {
   ArgBinder a("join", args, {"iterable"});
   std::string out;
   bool first = true;
-  for (const Value& v : iterate(a.get(0))) {
+  for (const Value& v : iterate(in, a.get(0))) {
     if (!v.is_string()) render_failf("join(): sequence item must be str, not {}", v.type_name());
     if (!first) out += self_str(self);
     first = false;

@@ -43,20 +43,23 @@ Value repeat(Interpreter& in, const Value& seq, int64_t n) {
     if (!s.empty() && count > in.limits().max_output_bytes / s.size()) {
       in.check_size(in.limits().max_output_bytes + 1);
     }
+    in.charge(s.size() * count);
     std::string out;
     out.reserve(s.size() * count);
     for (uint64_t i = 0; i < count; ++i) out += s;
-    in.charge(out.size());
     return Value(std::move(out));
   }
   const auto& items = seq.as_array().items;
   if (!items.empty() && count > in.limits().max_output_bytes / items.size()) {
     in.check_size(in.limits().max_output_bytes + 1);
   }
+  if (!items.empty() && count > in.limits().max_alloc_bytes / sizeof(Value) / items.size()) {
+    in.charge(in.limits().max_alloc_bytes + 1);
+  }
+  in.charge(items.size() * count * sizeof(Value));
   std::vector<Value> out;
   out.reserve(items.size() * count);
   for (uint64_t i = 0; i < count; ++i) out.insert(out.end(), items.begin(), items.end());
-  in.charge(out.size() * sizeof(Value));
   return Value::array(std::move(out), seq.as_array().is_tuple);
 }
 
@@ -167,6 +170,9 @@ std::string ArgBinder::get_string(size_t i, std::string fallback) const {
 
 Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Value& b) {
   if (op == "~") {
+    if (a.is_string() && b.is_string()) {  // the common case, checked before it is built
+      in.check_size(a.as_string().size() + b.as_string().size());
+    }
     std::string s = str_of(in, a);
     str_append(in, s, b);
     in.check_size(s.size());
@@ -187,9 +193,9 @@ Value binary_op(Interpreter& in, std::string_view op, const Value& a, const Valu
         render_failf("can only concatenate {} (not \"{}\") to {}", a.type_name(), b.type_name(),
                      a.type_name());
       }
+      in.charge((a.as_array().items.size() + b.as_array().items.size()) * sizeof(Value));
       std::vector<Value> items = a.as_array().items;
       items.insert(items.end(), b.as_array().items.begin(), b.as_array().items.end());
-      in.charge(items.size() * sizeof(Value));
       return Value::array(std::move(items), a.as_array().is_tuple);
     }
     if (a.is_string()) {
@@ -324,21 +330,28 @@ Value get_slice(Interpreter& in, const Value& object, const Value& start, const 
   return Value::array(std::move(out), object.as_array().is_tuple);
 }
 
-std::vector<Value> iterate(const Value& v) {
+std::vector<Value> iterate(Interpreter& in, const Value& v) {
   switch (v.type()) {
     case Value::Type::kUndefined:
       return {};
     case Value::Type::kArray:
+      in.charge(v.as_array().items.size() * sizeof(Value));
       return v.as_array().items;
     case Value::Type::kObject: {
       std::vector<Value> keys;
       if (v.as_object().is_namespace) break;
-      for (const auto& [k, item] : v.as_object().entries()) keys.emplace_back(k);
+      in.charge_items(v.as_object().entries().size());
+      for (const auto& [k, item] : v.as_object().entries()) {
+        in.charge(k.size());
+        keys.emplace_back(k);
+      }
       return keys;
     }
     case Value::Type::kString: {
       std::vector<Value> chars;
       const std::string& s = v.as_string();
+      in.charge_items(s.size());  // at most one item per byte
+      in.charge(s.size());
       for (size_t i = 0; i < s.size();) {
         const size_t len = tok::utf8_char_length(s, i);
         chars.emplace_back(s.substr(i, len));

@@ -20,6 +20,8 @@ uint32_t child_depth_limit_check(uint32_t depth) {
 
 }  // namespace
 
+size_t Object::size() const { return entries_.size(); }
+
 const Value* Object::find(std::string_view key) const {
   if (!index_.empty()) {
     auto it = index_.find(std::string(key));

@@ -39,7 +39,7 @@ class Object {
   const Value* find(std::string_view key) const;
   // Inserts or replaces; a replaced key keeps its place.
   void set(std::string key, Value value);
-  size_t size() const { return entries_.size(); }
+  size_t size() const;  // out of line: Value is incomplete here (clang instantiates eagerly)
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
 
   bool is_namespace = false;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,34 @@ Outcome run(const std::vector<std::string>& stops, const std::vector<std::string
   }
   out.text += m.flush();
   return out;
+}
+
+// Reference: cut at the earliest end of any stop (longest on equal ends, first of equals).
+Outcome reference_cut(const std::vector<std::string>& stops, const std::string& text) {
+  size_t best_end = std::string::npos, best_pos = 0;
+  int32_t best = -1;
+  for (size_t i = 0; i < stops.size(); ++i) {
+    if (stops[i].empty()) continue;
+    const size_t pos = text.find(stops[i]);
+    if (pos == std::string::npos) continue;
+    const size_t end = pos + stops[i].size();
+    if (end < best_end || (end == best_end && pos < best_pos)) {
+      best_end = end, best_pos = pos, best = static_cast<int32_t>(i);
+    }
+  }
+  if (best < 0) return {text, -1};
+  return {text.substr(0, best_pos), best};
+}
+
+// `text` cut into pieces of 1..max_piece bytes.
+std::vector<std::string> split_randomly(const std::string& text, size_t max_piece, Xoshiro256& rng) {
+  std::vector<std::string> pieces;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t n = 1 + rng.next_u64() % max_piece;
+    pieces.push_back(text.substr(pos, n));
+    pos += n;
+  }
+  return pieces;
 }
 
 TEST(StopMatcher, StopSplitAcrossPieces) {
@@ -110,31 +140,86 @@ TEST(StopMatcher, ResultDoesNotDependOnHowTextIsSplit) {
     const int len = 1 + static_cast<int>(rng.next_u64() % 12);
     for (int i = 0; i < len; ++i) text += "abc"[rng.next_u64() % 3];
     const Outcome whole = run(stops, {text});
-    std::vector<std::string> pieces;
-    for (size_t pos = 0; pos < text.size();) {
-      const size_t n = 1 + rng.next_u64() % 3;
-      pieces.push_back(text.substr(pos, n));
-      pos += n;
-    }
-    const Outcome split = run(stops, pieces);
+    const Outcome split = run(stops, split_randomly(text, 3, rng));
     ASSERT_EQ(split.text, whole.text) << text;
     ASSERT_EQ(split.stop_index, whole.stop_index) << text;
-    // Reference: cut at the earliest end of any stop (longest on equal ends).
-    size_t best_end = std::string::npos, best_pos = 0;
-    for (const std::string& s : stops) {
-      const size_t pos = text.find(s);
-      if (pos == std::string::npos) continue;
-      const size_t end = pos + s.size();
-      if (end < best_end || (end == best_end && pos < best_pos)) best_end = end, best_pos = pos;
-    }
-    ASSERT_EQ(whole.text, best_end == std::string::npos ? text : text.substr(0, best_pos))
-        << text;
+    ASSERT_EQ(whole.text, reference_cut(stops, text).text) << text;
   }
 }
 
+TEST(StopMatcher, RandomStopSetsMatchTheReference) {
+  // Small alphabets make overlaps, shared prefixes, stops inside stops and duplicates common.
+  Xoshiro256 rng(2026);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<std::string> stops(1 + rng.next_u64() % 6);
+    for (std::string& s : stops) {
+      s.resize(1 + rng.next_u64() % 5);
+      for (char& c : s) c = "ab"[rng.next_u64() % 2];
+    }
+    std::string text(rng.next_u64() % 24, 'a');
+    for (char& c : text) c = "abc"[rng.next_u64() % 3];
+    const Outcome got = run(stops, split_randomly(text, 4, rng));
+    const Outcome want = reference_cut(stops, text);
+    ASSERT_EQ(got.text, want.text) << text;
+    ASSERT_EQ(got.stop_index, want.stop_index) << text;
+  }
+}
+
+TEST(StopMatcher, ManyLongStopsAtTheCapCostLinearWork) {
+  // 16 stops of 1 KiB ("aaa...aX"): a text of "a"s is always a partial match of all of them,
+  // which made the old per-piece search re-scan every stop against the held-back KiB.
+  constexpr size_t kStops = 16;
+  constexpr size_t kLen = StopSet::kMaxTotalBytes / kStops;
+  std::vector<std::string> stops;
+  for (size_t k = 0; k < kStops; ++k) {
+    stops.push_back(std::string(kLen - 1, 'a') + static_cast<char>('A' + k));
+  }
+  ASSERT_TRUE(StopSet::validate(stops).ok());
+  StopMatcher m(stops);
+  const size_t n_a = 200'000;
+  size_t emitted = 0, fed = 0;
+  for (size_t pos = 0; pos < n_a; pos += 3) {
+    const std::string piece(std::min<size_t>(3, n_a - pos), 'a');
+    const StopMatcher::Update u = m.feed(piece);
+    fed += piece.size();
+    emitted += u.emit.size();
+    ASSERT_FALSE(u.stopped);
+    ASSERT_LE(m.held_back(), kLen - 1);
+  }
+  const StopMatcher::Update u = m.feed("P!");
+  fed += 2;
+  emitted += u.emit.size();
+  ASSERT_TRUE(u.stopped);
+  EXPECT_EQ(u.stop_index, 'P' - 'A');
+  EXPECT_EQ(emitted, n_a - (kLen - 1));
+  // Amortized: at most two automaton steps and one moved byte per byte fed.
+  EXPECT_LE(m.work(), 3 * fed) << "work " << m.work() << " for " << fed << " bytes";
+}
+
+TEST(StopMatcher, ValidateCapsTheTotalStopBytes) {
+  const std::vector<std::string> huge(16, std::string(32 * 1024, 'x'));
+  Status s = StopSet::validate(huge);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("stop"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("524288"), std::string::npos) << s.message();
+  EXPECT_TRUE(StopSet::validate({std::string(StopSet::kMaxTotalBytes, 'x')}).ok());
+  EXPECT_FALSE(StopSet::validate({std::string(StopSet::kMaxTotalBytes, 'x'), "y"}).ok());
+}
+
+TEST(StopMatcher, SamplesShareOneStopSet) {
+  auto set = std::make_shared<const StopSet>(std::vector<std::string>{"END"});
+  StopMatcher a(set), b(set);
+  EXPECT_EQ(set.use_count(), 3);
+  EXPECT_EQ(a.feed("xEN").emit, "x");
+  EXPECT_EQ(b.feed("yyE").emit, "yy");  // each keeps its own state
+  EXPECT_TRUE(a.feed("D").stopped);
+  EXPECT_FALSE(b.feed("X").stopped);
+}
+
 TEST(StopMatcher, ValidateNamesTheEmptyEntry) {
-  EXPECT_TRUE(StopMatcher::validate({"a", "bc"}).ok());
-  const Status s = StopMatcher::validate({"a", ""});
+  EXPECT_TRUE(StopSet::validate({"a", "bc"}).ok());
+  const Status s = StopSet::validate({"a", ""});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(s.message().find("stop[1]"), std::string::npos) << s.message();

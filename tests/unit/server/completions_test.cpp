@@ -291,6 +291,28 @@ TEST(Generation, HangUpWhileWaitingForANonStreamedAnswerCancelsToo) {
   EXPECT_EQ(server.engine().cancelled_count(), 1);
 }
 
+// shutdown(SHUT_WR) after a complete request only says "no more requests": the answer still
+// comes (after an interim 100 Continue, the server's probe for a client that is really gone),
+// then the server closes. A client that closes for good is still cancelled (tests above).
+TEST(Generation, HalfClosedClientStillGetsItsResponse) {
+  TestServer server;
+  FakeEngine::Script slow;
+  slow.per_token = std::chrono::milliseconds(20);
+  server.engine().set_script(slow);
+  for (const bool stream : {false, true}) {
+    HttpClient client(server.port());
+    const std::string body = std::string(R"({"prompt": "x", "max_tokens": 5, "stream": )") +
+                             (stream ? "true}" : "false}");
+    ASSERT_TRUE(client.send("POST", "/v1/completions", body));
+    client.shutdown_send();
+    EXPECT_TRUE(client.wait_closed(10));
+    const std::string& got = client.received();
+    EXPECT_NE(got.find("HTTP/1.1 200 OK"), std::string::npos) << got;
+    EXPECT_NE(got.find(stream ? "[DONE]" : "\"finish_reason\""), std::string::npos) << got;
+  }
+  EXPECT_EQ(server.engine().cancelled_count(), 0);
+}
+
 TEST(Generation, RateLimitsAnswer429WithRetryAfter) {
   auto config = TestServer::default_config();
   config.rate_limits.requests_per_minute = 2;

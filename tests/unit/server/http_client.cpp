@@ -45,6 +45,10 @@ void HttpClient::close() {
   fd_ = -1;
 }
 
+void HttpClient::shutdown_send() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+}
+
 bool HttpClient::send_raw(std::string_view bytes) {
   while (!bytes.empty() && fd_ >= 0) {
     const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);

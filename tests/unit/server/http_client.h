@@ -37,6 +37,8 @@ class HttpClient {
   // True when the server closes the connection within `timeout`.
   bool wait_closed(double timeout = 5);
   void close();
+  // shutdown(SHUT_WR): no more bytes from this side; the connection stays open for reading.
+  void shutdown_send();
   const std::string& received() const { return buffer_; }
 
  private:

@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -43,6 +45,9 @@ TEST(HttpServer, HealthReadyAndModels) {
   EXPECT_EQ(j["data"][0]["id"], "stories260K");
   EXPECT_EQ(j["data"][0]["object"], "model");
   EXPECT_EQ(j["data"][0]["max_model_len"], 256);
+  // The model's id, not the server's file path (test_server.cpp loads models/stories260K.gguf).
+  EXPECT_EQ(j["data"][0]["root"], "stories260K");
+  EXPECT_EQ(models.body.find(".gguf"), std::string::npos) << models.body;
   EXPECT_EQ(body_json(server.get("/v1/models/stories260K"))["id"], "stories260K");
   expect_api_error(server.get("/v1/models/gpt-4"), 404, "gpt-4");
 }
@@ -166,6 +171,31 @@ TEST(HttpServer, ThousandsOfIdleConnections) {
     ASSERT_TRUE(r) << i;
     EXPECT_EQ(r->status, 200);
   }
+}
+
+// Past --max-connections a new connection is answered 503 and closed; once one closes, a new
+// one is served again.
+TEST(HttpServer, ConnectionCapAnswers503AndCloses) {
+  auto config = TestServer::default_config();
+  config.http.max_connections = 2;
+  TestServer server(config);
+  auto first = std::make_unique<HttpClient>(server.port());
+  HttpClient second(server.port());
+  ASSERT_TRUE(first->connected() && second.connected());
+  ASSERT_TRUE(second.send("GET", "/health"));  // both are open sessions by now
+  ASSERT_TRUE(second.read_reply());
+  HttpClient third(server.port());
+  auto refused = third.read_reply();
+  ASSERT_TRUE(refused);
+  expect_api_error(*refused, 503, "too many connections");
+  EXPECT_TRUE(third.wait_closed(3));
+  first.reset();
+  for (int i = 0; i < 100; ++i) {  // the server notices the close on its own time
+    auto r = server.get("/health");
+    if (r.status == 200) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL() << "a connection closed, yet new ones are still refused";
 }
 
 TEST(Auth, KeysGuardTheApi) {

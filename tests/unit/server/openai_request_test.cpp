@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace {
 
 using namespace tally::server;
@@ -159,10 +161,50 @@ TEST(CompletionRequest, OutOfRangeValuesNameTheField) {
   expect_error(completion_error(R"({"prompt": "x", "logit_bias": {"5": 200}})"), "logit_bias",
                "[-100, 100]");
   expect_error(completion_error(R"({"prompt": "x", "stop": ""})"), "stop", "empty");
+  {
+    // 16 stops of 32 KiB: over the per-request cap on stop bytes (a 400 naming `stop`).
+    nlohmann::json body = {{"prompt", "x"}};
+    body["stop"] = std::vector<std::string>(16, std::string(32 * 1024, 's'));
+    expect_error(completion_error(body.dump()), "stop", "at most 16384");
+  }
   expect_error(completion_error(R"({"prompt": [-1]})"), "prompt[0]", "got -1");
   expect_error(completion_error(R"({"prompt": []})"), "prompt", "empty");
   expect_error(completion_error(R"({"prompt": "x", "max_tokens": 4, "min_tokens": 5})"),
                "min_tokens", "must not exceed");
+}
+
+TEST(CompletionRequest, SeedBeyondInt64IsRefusedNotConverted) {
+  // 2^63 as a float equals (double)INT64_MAX yet does not fit: converting it was UB.
+  expect_error(completion_error(R"({"prompt": "x", "seed": 9223372036854775808.0})"), "seed",
+               "must be an integer in");
+  expect_error(completion_error(R"({"prompt": "x", "seed": 1e19})"), "seed", "must be an integer in");
+  expect_error(completion_error(R"({"prompt": "x", "seed": -1e19})"), "seed", "must be an integer in");
+  expect_error(completion_error(R"({"prompt": "x", "seed": 1e300})"), "seed", "must be an integer in");
+  expect_error(completion_error(R"({"prompt": "x", "seed": 2.5})"), "seed", "must be an integer");
+  EXPECT_EQ(completion(R"({"prompt": "x", "seed": 4611686018427387904.0})").params.sampling.seed,
+            uint64_t{1} << 62);
+  EXPECT_EQ(completion(R"({"prompt": "x", "seed": -2.0})").params.sampling.seed,
+            static_cast<uint64_t>(int64_t{-2}));
+}
+
+TEST(CompletionRequest, LogitBiasKeysAreCanonicalTokenIds) {
+  for (const char* key : {"05", "+5", " 5", "5 ", "5.0", "-0", "", "1e3", "0x5", "99999999999"}) {
+    const std::string body = std::string(R"({"prompt": "x", "logit_bias": {")") + key + R"(": 1}})";
+    expect_error(completion_error(body), "logit_bias", "not a token id");
+  }
+  const auto req = completion(R"({"prompt": "x", "logit_bias": {"0": 1, "5": -2, "2147483647": 3}})");
+  ASSERT_EQ(req.params.sampling.logit_bias.size(), 3u);
+  // A key with a newline is shown escaped, never raw.
+  const ApiError e = completion_error(R"({"prompt": "x", "logit_bias": {"5\nX": 1}})");
+  EXPECT_EQ(e.message.find('\n'), std::string::npos) << e.message;
+}
+
+TEST(CompletionRequest, LogitBiasHasAtMost300Entries) {
+  nlohmann::json body = {{"prompt", "x"}};
+  for (int i = 0; i < 300; ++i) body["logit_bias"][std::to_string(i)] = 1;
+  EXPECT_EQ(completion(body.dump()).params.sampling.logit_bias.size(), 300u);
+  body["logit_bias"]["300"] = 1;
+  expect_error(completion_error(body.dump()), "logit_bias", "at most 300");
 }
 
 TEST(CompletionRequest, MissingAndUnsupported) {
