@@ -66,6 +66,7 @@ BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, Kv
     : model_(model),
       config_(config),
       n_vocab_(model.config().n_vocab),
+      shape_(activation_shape(model.config(), config)),
       bytes_(bytes_for(model.config(), config)),
       kv_(std::move(kv)),
       scratch_(model.config(), config.max_tokens) {
@@ -90,10 +91,9 @@ Status BatchRunner::apply_tables(const SchedulerOutput& out) {
   for (SeqId id : out.freed_seq_ids) seqs_.erase(id);
   for (const NewSeq& ns : out.new_seqs) {
     SeqState& s = seqs_[ns.seq_id];
-    // Room for the whole sequence at once: the ledger counts max_seq_len tokens and its table.
-    s.tokens.reserve(static_cast<size_t>(config_.max_seq_len));
-    s.block_table.reserve(
-        static_cast<size_t>((config_.max_seq_len + config_.block_size - 1) / config_.block_size));
+    // Room for the whole sequence at once: what the ledger's per-sequence terms count.
+    s.tokens.reserve(static_cast<size_t>(shape_.context));
+    s.block_table.reserve(static_cast<size_t>(shape_.blocks_per_seq));
     s.tokens.assign(ns.tokens.begin(), ns.tokens.end());
     s.block_table.assign(ns.block_table.begin(), ns.block_table.end());
   }

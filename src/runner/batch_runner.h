@@ -100,6 +100,7 @@ class BatchRunner {
   const Model& model_;
   BatchRunnerConfig config_;
   int64_t n_vocab_;
+  plan::ActivationShape shape_;  // the ledger's shape: per-sequence reservations follow it
   BatchRunnerBytes bytes_;
   KvStorage kv_;
   ForwardScratch scratch_;
