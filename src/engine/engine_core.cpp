@@ -6,6 +6,8 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "engine/ledger_text.h"
+#include "kv/block_pool.h"
+#include "kv/prefix_cache.h"
 #include "plan/gguf_source.h"
 
 namespace tally {
@@ -105,14 +107,11 @@ void EngineCore::build_ledger(const EngineSizing& sizing) {
   ledger_.block_size = config_.block_size;
   ledger_.token_capacity = ledger_.kv_blocks * ledger_.block_size;
   ledger_.kv_bytes_per_token = runner_->kv().shape().bytes_per_token();
-  // The block pool's bookkeeping: a reference count and two free-list links a block; with the
-  // prefix cache, its index: a key, two serials, a salt and the token ids a block.
-  int64_t per_block = 4 + 4 + 4;
-  if (sched_config_.kv.enable_prefix_cache) {
-    per_block += 16 + 8 + 8 + static_cast<int64_t>(sizeof(std::string)) +
-                 int64_t{config_.block_size} * 4;
-  }
-  ledger_.other_bytes = int64_t{sizing.n_blocks} * per_block;
+  // The block pool's bookkeeping and, with the prefix cache, its index: each kv/ class says
+  // what its per-block arrays take.
+  ledger_.other_bytes = BlockPool::bytes_for(sizing.n_blocks);
+  if (sched_config_.kv.enable_prefix_cache)
+    ledger_.other_bytes += PrefixCache::bytes_for(sizing.n_blocks, config_.block_size);
 }
 
 void EngineCore::log_ledger() const {

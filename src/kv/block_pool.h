@@ -30,6 +30,10 @@ enum class FreeEnd : uint8_t { kTail, kHead };
 class BlockPool {
  public:
   explicit BlockPool(int32_t n_blocks);
+  // What the per-block arrays below take for n_blocks (the ledger's "other").
+  static int64_t bytes_for(int32_t n_blocks) {
+    return int64_t{n_blocks} * static_cast<int64_t>(sizeof(int32_t) + 2 * sizeof(BlockId));
+  }
 
   int32_t n_blocks() const { return static_cast<int32_t>(ref_.size()); }
   int32_t n_free() const { return n_free_; }

@@ -51,6 +51,13 @@ struct PrefixChain {
 class PrefixCache {
  public:
   PrefixCache(int32_t n_blocks, int32_t block_size);
+  // What the per-block arrays below take for n_blocks (the ledger's "other"; the index's
+  // hash nodes come and go with cached blocks and are not counted).
+  static int64_t bytes_for(int32_t n_blocks, int32_t block_size) {
+    return int64_t{n_blocks} *
+           static_cast<int64_t>(sizeof(PrefixKey) + 2 * sizeof(uint64_t) + sizeof(std::string) +
+                                static_cast<size_t>(block_size) * sizeof(int32_t));
+  }
 
   // The key of the full block `tokens` (block_size ids) after `parent`; the salt enters only
   // the first block's key (parent.serial == 0).
