@@ -6,6 +6,11 @@
 //
 // The handler answers at once, later (posted), or as a stream, by the path's first letter, so
 // every way an exchange ends is reached.
+//
+// The client's blocking calls are retried on EINTR: libFuzzer's -timeout watchdog is a
+// SIGALRM every second, which interrupts a read in progress (beast's parser keeps its state
+// across the retry). The client resets the connection when done, so thousands of exchanges a
+// second do not use up loopback's ephemeral ports in TIME_WAIT.
 #include <sys/socket.h>
 
 #include <boost/asio/io_context.hpp>
@@ -17,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +38,11 @@ using tally::server::HttpExchange;
 
 void require(bool cond) {
   if (!cond) __builtin_trap();
+}
+
+[[noreturn]] void fail_with(const char* what, const boost::system::error_code& ec) {
+  std::fprintf(stderr, "http_fuzz: %s failed: %s\n", what, ec.message().c_str());
+  __builtin_trap();
 }
 
 void handle(asio::io_context& io, const std::shared_ptr<HttpExchange>& exchange) {
@@ -90,9 +101,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   asio::io_context client_io;
   asio::ip::tcp::socket socket(client_io);
   boost::system::error_code ec;
-  socket.connect({asio::ip::make_address("127.0.0.1"), server->port}, ec);
-  require(!ec);
-  asio::write(socket, asio::buffer(data, size), ec);  // the server may refuse and close early
+  do {
+    socket.close(ec);
+    socket.connect({asio::ip::make_address("127.0.0.1"), server->port}, ec);
+  } while (ec == asio::error::interrupted);
+  if (ec) fail_with("connect", ec);
+  socket.set_option(asio::socket_base::linger(true, 0), ec);
+  size_t sent = 0;  // the server may refuse and close early: a write error ends the sending
+  while (sent < size) {
+    sent += socket.write_some(asio::buffer(data + sent, size - sent), ec);
+    if (ec && ec != asio::error::interrupted) break;
+  }
   socket.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
 
   boost::beast::flat_buffer buffer;
@@ -100,15 +119,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (;;) {
     http::response_parser<http::string_body> parser;
     parser.body_limit(boost::none);
-    http::read(socket, buffer, parser, ec);
+    do {
+      http::read(socket, buffer, parser, ec);
+    } while (ec == asio::error::interrupted);
     if (ec) break;
     const unsigned status = parser.get().result_int();
     require(status >= 100 && status < 600);
     if (status >= 200) ++finals;
   }
   // A clean end between responses, or a reset after the server gave up on unread input.
-  require(ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
-          ec == asio::error::eof);
+  if (ec != http::error::end_of_stream && ec != asio::error::connection_reset &&
+      ec != asio::error::eof) {
+    fail_with("reading the responses", ec);
+  }
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   require(finals <= 1 + count(input, "\r\n\r\n") + count(input, "\n\n"));
   return 0;
