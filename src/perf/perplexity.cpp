@@ -64,7 +64,9 @@ Result<PerplexityResult> perplexity(const Model& model, std::span<const int32_t>
     const Batch batch{chunk, positions, seq_index, seqs, rows};
     TALLY_RETURN_IF_ERROR(model.forward(batch, kv, scratch, pool, logits.data()));
     for (size_t k = 0; k < rows.size(); ++k) {
-      const double v = token_nll(logits.data() + k * config.n_vocab, config.n_vocab, chunk[rows[k] + 1]);
+      const float* row = logits.data() + k * config.n_vocab;
+      if (o.on_row) TALLY_RETURN_IF_ERROR(o.on_row({row, static_cast<size_t>(config.n_vocab)}, chunk[rows[k] + 1]));
+      const double v = token_nll(row, config.n_vocab, chunk[rows[k] + 1]);
       nll += v;
       nll2 += v * v;
     }

@@ -27,6 +27,9 @@ struct PerplexityOptions {
   std::optional<int32_t> bos;         // the token that replaces each chunk's first
   // After each chunk: chunks done, of the total, and the perplexity so far.
   std::function<void(int64_t done, int64_t total, double ppl)> on_chunk;
+  // Each scored row in order: its logits [n_vocab] and the token they should predict (KL
+  // divergence, kl_divergence.h). An error stops the run.
+  std::function<Status(std::span<const float> logits, int32_t target)> on_row;
 };
 
 struct PerplexityResult {
