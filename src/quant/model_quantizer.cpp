@@ -125,7 +125,10 @@ class RowRequantizer {
         float* values = scratch_.data() + static_cast<size_t>(thread) * static_cast<size_t>(max_cols_);
         for (int64_t r = begin; r < end; ++r) {
           dequantize_row(in_type, t.info->data + (first + r) * in_row_bytes, values, t.n_cols);
-          if (!std::all_of(values, values + t.n_cols, [](float v) { return std::isfinite(v); })) bad_row = first + r;
+          if (!std::all_of(values, values + t.n_cols, [](float v) { return std::isfinite(v); })) {
+            bad_row = first + r;  // reported below; not handed to a quantizer
+            continue;
+          }
           quantize_row(t.out, values, chunk_.data() + r * out_row_bytes, t.n_cols);
         }
       });
