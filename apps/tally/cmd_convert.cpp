@@ -72,7 +72,7 @@ Runner add_convert_command(CLI::App& app) {
                                    fmt::format("Write seeded random weights in the shapes of a preset ({})",
                                                fmt::join(plan::plan_preset_names(), ", ")));
   auto* type = app.add_option("--type", f->synthetic.type,
-                              fmt::format("Weight type with --synthetic: {} (q4_k = q4_k_m, q5_k = q5_k_m)",
+                              fmt::format("Weight type with --synthetic, a llama.cpp file type with its per-tensor mix: {} (q3_k, q4_k, q5_k = the _m types)",
                                           fmt::join(quant::quant_scheme_names(), ", ")))
                    ->capture_default_str();
   auto* seed = app.add_option("--seed", f->synthetic.seed, "Seed of the synthetic weights")->capture_default_str();

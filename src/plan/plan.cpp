@@ -92,9 +92,9 @@ void add_weights(const PlanModel& m, const WeightFormat& format, Plan& p) {
     if (format.from_file) {
       type = std::string(dtype_name(*t.file_type));
     } else {
-      const DType dt = weight_format_tensor_type(format, t, m);
-      type = std::string(dtype_name(dt));
-      if (!t.is_vector() && t.n_cols % dtype_info(format.base).block_size != 0) ++n_fallback;
+      const LlamaTensorType chosen = llama_quant_tensor_type(format.file_type, t, m);
+      type = std::string(dtype_name(chosen.type));
+      if (chosen.type != chosen.wanted) ++n_fallback;
     }
     auto it = std::find_if(p.weight_types.begin(), p.weight_types.end(),
                            [&](const WeightTypeBytes& w) { return w.type == type; });
@@ -115,17 +115,16 @@ void add_weights(const PlanModel& m, const WeightFormat& format, Plan& p) {
                    [](const WeightTypeBytes& a, const WeightTypeBytes& b) {
                      return a.bytes > b.bytes;
                    });
-  if (format.more_bits)
+  if (!format.from_file && llama_file_type_is_quantized(format.file_type))
     p.notes.push_back(fmt::format(
-        "{} is approximated (most matrices {}, output and some attn_v/ffn_down {}); plan the "
-        ".gguf file itself for its exact bytes",
-        format.name, dtype_name(format.base), dtype_name(*format.more_bits)));
+        "{} gives each tensor llama-quantize's type (most matrices {}; the output and some "
+        "attn_v/ffn_down/attn_output more bits), as `tally quantize` writes it",
+        format.name, dtype_name(format.base)));
   if (n_fallback > 0)
     p.notes.push_back(fmt::format(
-        "{} matrices have rows that do not fill whole {} blocks: counted in llama.cpp's "
+        "{} matrices have rows that do not fill whole blocks of their type: counted in llama.cpp's "
         "fallback type for them (q4_K -> q5_0, q6_K -> q8_0, ...; f16 when none fits)",
-        n_fallback,
-        dtype_name(format.base)));
+        n_fallback));
   if (!format.from_file && m.has_file_bytes())
     p.notes.push_back(fmt::format("weights planned as {}, not as the file stores them",
                                   format.name));

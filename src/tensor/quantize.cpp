@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "base/check.h"
 #include "tensor/quantize_internal.h"
@@ -12,72 +13,93 @@ namespace tally {
 
 namespace {
 
-using detail::f16_round_up;
-using detail::round_clamp;
+// The 32-block types round exactly as ggml's quantize_row_*_ref (llama-quantize's output
+// without an importance matrix), so a file tally writes is byte-identical to llama.cpp's:
+// the step is computed in f32 from the block's extreme, values are scaled by its f32 inverse
+// (not the f16-rounded step that is stored), and levels come from +0.5 / +half-range and
+// truncation (roundf, half away from zero, for q8_0). `x * id` keeps f32 precision: this file
+// is built without FMA contraction.
+
+// Largest-magnitude value of the block with its sign; the first one wins a tie (as ggml).
+float block_signed_extreme(const float* x) {
+  float amax = 0.0f, extreme = 0.0f;
+  for (int i = 0; i < kQBlock; ++i) {
+    if (amax < std::fabs(x[i])) {
+      amax = std::fabs(x[i]);
+      extreme = x[i];
+    }
+  }
+  return extreme;
+}
+
+float inverse_or_zero(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+
+// C's float -> integer truncation, as ggml's (int8_t) / (uint8_t) casts do for the values a
+// finite block gives; NaN (from inf or NaN input) maps to 0 instead of undefined behaviour.
+int truncate_level(float v) {
+  if (!(v > -256.0f)) return v != v ? 0 : -256;
+  return v < 256.0f ? static_cast<int>(v) : 255;
+}
 
 void quantize_q8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* x = src + b * kQBlock;  // [32]
     float amax = 0.0f;
     for (int i = 0; i < kQBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
-    dst[b].d = f16_round_up(amax / 127.0f);
-    const float d = f16_to_f32(dst[b].d);
-    for (int i = 0; i < kQBlock; ++i)
-      dst[b].qs[i] = static_cast<int8_t>(d > 0.0f ? round_clamp(x[i] / d, -127, 127) : 0);
+    const float d = amax / 127.0f;
+    const float id = inverse_or_zero(d);
+    dst[b].d = f32_to_f16(d);
+    for (int i = 0; i < kQBlock; ++i) dst[b].qs[i] = static_cast<int8_t>(std::clamp(truncate_level(std::round(x[i] * id)), -127, 127));
   }
+}
+
+// Q4_0 / Q5_0: the extreme maps to level 0 (d = extreme / -half); the far side clamps at the
+// top level.
+template <int kHalf>
+void quantize_symmetric_levels(const float* x, uint16_t* d_out, int* q) {
+  const float d = block_signed_extreme(x) / static_cast<float>(-kHalf);
+  const float id = inverse_or_zero(d);
+  *d_out = f32_to_f16(d);
+  for (int i = 0; i < kQBlock; ++i)
+    q[i] = std::clamp(truncate_level(x[i] * id + (static_cast<float>(kHalf) + 0.5f)), 0, 2 * kHalf - 1);
 }
 
 void quantize_q4_0(const float* src, BlockQ4_0* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * kQBlock;  // [32]
-    float extreme = 0.0f;                // the value of largest magnitude, with its sign
-    for (int i = 0; i < kQBlock; ++i)
-      if (std::fabs(x[i]) > std::fabs(extreme)) extreme = x[i];
-    // The extreme maps to level 0 (-8); the scale is negative when the extreme is positive.
-    const uint16_t mag = f16_round_up(std::fabs(extreme) / 8.0f);
-    dst[b].d = static_cast<uint16_t>(extreme > 0.0f ? (mag | 0x8000u) : mag);
-    const float d = f16_to_f32(dst[b].d);
-    for (int i = 0; i < kQBlock / 2; ++i) {
-      const int lo = d != 0.0f ? round_clamp(x[i] / d, -8, 7) + 8 : 8;
-      const int hi = d != 0.0f ? round_clamp(x[i + kQBlock / 2] / d, -8, 7) + 8 : 8;
-      dst[b].qs[i] = static_cast<uint8_t>(lo | (hi << 4));
-    }
+    int q[kQBlock];
+    quantize_symmetric_levels<8>(src + b * kQBlock, &dst[b].d, q);
+    for (int i = 0; i < kQBlock / 2; ++i) dst[b].qs[i] = static_cast<uint8_t>(q[i] | (q[i + kQBlock / 2] << 4));
   }
 }
 
-// Q5_0: as Q4_0 with 32 levels; the extreme maps to level 0 (-16).
 void quantize_q5_0(const float* src, BlockQ5_0* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * kQBlock;  // [32]
-    float extreme = 0.0f;
-    for (int i = 0; i < kQBlock; ++i)
-      if (std::fabs(x[i]) > std::fabs(extreme)) extreme = x[i];
-    const uint16_t mag = f16_round_up(std::fabs(extreme) / 16.0f);
-    dst[b].d = static_cast<uint16_t>(extreme > 0.0f ? (mag | 0x8000u) : mag);
-    const float d = f16_to_f32(dst[b].d);
     int q[kQBlock];
-    for (int i = 0; i < kQBlock; ++i) q[i] = d != 0.0f ? round_clamp(x[i] / d, -16, 15) + 16 : 16;
+    quantize_symmetric_levels<16>(src + b * kQBlock, &dst[b].d, q);
     detail::pack_q5(q, dst[b].qs, dst[b].qh);
   }
 }
 
-// Q4_1 / Q5_1: the block's minimum (rounded down to f16) is level 0, so nothing clamps below;
-// the step (rounded up) takes the maximum within the top level.
+// Q4_1 / Q5_1: level 0 is the block's minimum, d = (max - min) / levels. (ggml clamps only
+// q4_1's level; q5_1's (x - min) * id + 0.5 stays below 32 for finite input, so the clamp
+// changes nothing there.)
 template <typename Block, int kLevels>
 void quantize_min_step(const float* src, Block* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* x = src + b * kQBlock;  // [32]
-    float lo = x[0], hi = x[0];
-    for (int i = 1; i < kQBlock; ++i) {
+    float lo = std::numeric_limits<float>::max(), hi = -std::numeric_limits<float>::max();
+    for (int i = 0; i < kQBlock; ++i) {
       lo = std::min(lo, x[i]);
       hi = std::max(hi, x[i]);
     }
-    dst[b].m = detail::f16_round_down(lo);
-    const float m = f16_to_f32(dst[b].m);
-    dst[b].d = f16_round_up(std::max(0.0f, (hi - m) / static_cast<float>(kLevels)));
-    const float d = f16_to_f32(dst[b].d);
+    const float d = (hi - lo) / static_cast<float>(kLevels);
+    const float id = inverse_or_zero(d);
+    dst[b].d = f32_to_f16(d);
+    dst[b].m = f32_to_f16(lo);
     int q[kQBlock];
-    for (int i = 0; i < kQBlock; ++i) q[i] = d > 0.0f ? round_clamp((x[i] - m) / d, 0, kLevels) : 0;
+    for (int i = 0; i < kQBlock; ++i) {
+      q[i] = std::clamp(truncate_level((x[i] - lo) * id + 0.5f), 0, kLevels);
+    }
     if constexpr (kLevels == 15) {
       for (int i = 0; i < kQBlock / 2; ++i)
         dst[b].qs[i] = static_cast<uint8_t>(q[i] | (q[i + kQBlock / 2] << 4));

@@ -2,25 +2,28 @@
 // Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS). A row is n elements; n
 // must be a multiple of the type's block size.
 //
-// Quantizers are reference quality, not speed: they are for tests, small tools and the
-// future offline quantizer. Each scale is chosen so that every value of its block lies in the
-// representable range (nothing is clamped), then values are rounded to the nearest level
-// with the stored (f16-rounded) scales, so the error of each value is at most half a step:
-//   Q8_0  step = amax/127 of the 32-block
-//   Q4_0  step = amax/8 (the signed extreme maps to -8; the other side may clamp at +7, a
-//         full step)
+// F16 / BF16 round to nearest even. Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 round exactly as ggml's
+// quantize_row_*_ref, which llama-quantize uses without an importance matrix, so their bytes
+// are llama.cpp's (tests/unit/tensor/quantize_ggml_test.cpp):
+//   Q8_0  d = amax/127, q = roundf(x/d) (half away from zero)
+//   Q4_0  d = extreme/-8 (the signed value of largest magnitude, first on ties), q =
+//         min(15, trunc(x/d + 8.5)); Q5_0 the same with -16, 16.5 and 31
+//   Q4_1  d = (max-min)/15, m = min, q = min(15, trunc((x-min)/d + 0.5)); Q5_1 with 31
+//   (x/d is x times the f32 inverse of the f32 d; d and m are then stored as f16)
+// The K-quants and i-quants are reference quality, not llama.cpp's search: each scale is
+// chosen so that every value of its block lies in the representable range (nothing is
+// clamped), then values are rounded to the nearest level with the stored (f16-rounded)
+// scales, so the error of each value is at most half a step:
 //   Q4_K  per 32 sub-block: covers [min(0, lo) , hi] with 15 steps (plus the 6-bit rounding
 //         of the scale and min, which only widens the step)
 //   Q6_K  per 16 sub-block: symmetric, 31 steps each side of zero
-//   Q5_0  step = amax/16 (as Q4_0, with 32 levels)
-//   Q4_1, Q5_1  level 0 is the block minimum (f16 rounded down), 15 / 31 steps up to the max
 //   Q5_K  as Q4_K with 31 steps
 //   Q3_K  per 16 sub-block: symmetric, 3 steps each side of zero (level -4 unused)
 //   Q2_K  per 16 sub-block: as Q4_K with 3 steps and 4-bit scales and mins
 //   IQ4_NL, IQ4_XS  nearest grid value; the extreme maps to -127 (a whole grid gap on the
 //         far side, which may clamp at +113): IQ4_XS per 32 sub-block, 6-bit signed scales
-// No search minimizes squared error (ggml's K-quant quantizers do); the bound above is what
-// tests check.
+// No search minimizes squared error (ggml's K-quant quantizers do); docs/quantization.md
+// gives each type's RMSE.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/plan_presets.h"
+
 namespace tally::plan {
 namespace {
 
@@ -17,22 +19,88 @@ TEST(LlamaQuantRules, MoreBitsLayersAreUseMoreBits) {
   EXPECT_FALSE(llama_quant_more_bits_layer(-1, 32));  // outside the blocks
 }
 
-TEST(LlamaQuantRules, OnlyAttnVAndFfnDownOfThoseLayersGetMoreBits) {
-  PlanModel m;
-  m.n_layers = 32;
-  PlanTensor t;
-  t.layer = 6;
-  for (TensorRole role : {TensorRole::kAttnV, TensorRole::kFfnDown}) {
-    t.role = role;
-    EXPECT_TRUE(llama_quant_more_bits_tensor(t, m));
+// The type each file type gives a tensor of llama-3-8b (32 layers, GQA 4, rows of 4096 and
+// 14336: whole 256-blocks), by llama_tensor_get_type's rules.
+DType type_in(const char* file_type, const char* tensor, const LlamaQuantOverrides& o = {}) {
+  static const PlanModel m = *plan_preset("llama-3-8b");
+  for (const PlanTensor& t : m.tensors)
+    if (t.name == tensor) return llama_quant_tensor_type(*llama_file_type_from_name(file_type), t, m, o).type;
+  ADD_FAILURE() << tensor;
+  return DType::kF32;
+}
+
+TEST(LlamaQuantRules, EachMixGivesItsTensorsMoreBits) {
+  // Q2_K: attn_v q4_K under GQA >= 4, ffn_down and attn_output q3_K.
+  EXPECT_EQ(type_in("Q2_K", "blk.5.attn_v.weight"), DType::kQ4_K);
+  EXPECT_EQ(type_in("Q2_K", "blk.5.ffn_down.weight"), DType::kQ3_K);
+  EXPECT_EQ(type_in("Q2_K", "blk.5.attn_output.weight"), DType::kQ3_K);
+  EXPECT_EQ(type_in("Q2_K", "blk.5.attn_q.weight"), DType::kQ2_K);
+  EXPECT_EQ(type_in("Q2_K", "output.weight"), DType::kQ6_K);
+  // Q3_K_S: the base type everywhere but the output.
+  EXPECT_EQ(type_in("Q3_K_S", "blk.0.attn_v.weight"), DType::kQ3_K);
+  EXPECT_EQ(type_in("Q3_K_S", "blk.0.ffn_down.weight"), DType::kQ3_K);
+  // Q3_K_M: attn_v q5_K in the first 2 layers then q4_K; ffn_down q5_K in the first n/16, then
+  // q4_K; attn_output q4_K.
+  EXPECT_EQ(type_in("Q3_K_M", "blk.1.attn_v.weight"), DType::kQ5_K);
+  EXPECT_EQ(type_in("Q3_K_M", "blk.2.attn_v.weight"), DType::kQ4_K);
+  EXPECT_EQ(type_in("Q3_K_M", "blk.1.ffn_down.weight"), DType::kQ5_K);
+  EXPECT_EQ(type_in("Q3_K_M", "blk.2.ffn_down.weight"), DType::kQ4_K);
+  EXPECT_EQ(type_in("Q3_K_M", "blk.2.attn_output.weight"), DType::kQ4_K);
+  EXPECT_EQ(type_in("Q3_K_M", "blk.2.ffn_up.weight"), DType::kQ3_K);
+  // Q3_K_L: attn_v, ffn_down and attn_output q5_K.
+  for (const char* t : {"blk.9.attn_v.weight", "blk.9.ffn_down.weight", "blk.9.attn_output.weight"})
+    EXPECT_EQ(type_in("Q3_K_L", t), DType::kQ5_K) << t;
+  // Q4_K_S: attn_v of the first 4 layers and ffn_down of the first n/8 q5_K.
+  EXPECT_EQ(type_in("Q4_K_S", "blk.3.attn_v.weight"), DType::kQ5_K);
+  EXPECT_EQ(type_in("Q4_K_S", "blk.4.attn_v.weight"), DType::kQ4_K);
+  EXPECT_EQ(type_in("Q4_K_S", "blk.3.ffn_down.weight"), DType::kQ5_K);
+  EXPECT_EQ(type_in("Q4_K_S", "blk.4.ffn_down.weight"), DType::kQ4_K);
+  // Q4_K_M / Q5_K_M: attn_v and ffn_down of the use_more_bits layers q6_K.
+  EXPECT_EQ(type_in("Q4_K_M", "blk.6.attn_v.weight"), DType::kQ6_K);
+  EXPECT_EQ(type_in("Q4_K_M", "blk.7.attn_v.weight"), DType::kQ4_K);
+  EXPECT_EQ(type_in("Q5_K_M", "blk.31.ffn_down.weight"), DType::kQ6_K);
+  EXPECT_EQ(type_in("Q5_K_S", "blk.31.ffn_down.weight"), DType::kQ5_K);
+  // IQ4_NL / IQ4_XS: attn_v q5_K under GQA >= 4, ffn_down of the first n/8 q5_K.
+  EXPECT_EQ(type_in("IQ4_XS", "blk.20.attn_v.weight"), DType::kQ5_K);
+  EXPECT_EQ(type_in("IQ4_NL", "blk.3.ffn_down.weight"), DType::kQ5_K);
+  EXPECT_EQ(type_in("IQ4_NL", "blk.4.ffn_down.weight"), DType::kIQ4_NL);
+  // The 32-blocks have no mix beyond the output; q8_0 keeps even that.
+  EXPECT_EQ(type_in("Q4_0", "blk.0.ffn_down.weight"), DType::kQ4_0);
+  EXPECT_EQ(type_in("Q4_0", "output.weight"), DType::kQ6_K);
+  EXPECT_EQ(type_in("Q8_0", "output.weight"), DType::kQ8_0);
+  EXPECT_EQ(type_in("Q5_1", "token_embd.weight"), DType::kQ5_1);
+  EXPECT_EQ(type_in("F16", "output.weight"), DType::kF16);
+  EXPECT_EQ(type_in("F16", "blk.0.attn_norm.weight"), DType::kF32);
+}
+
+TEST(LlamaQuantRules, PureAndOverrides) {
+  LlamaQuantOverrides pure;
+  pure.pure = true;
+  EXPECT_EQ(type_in("Q4_K_M", "output.weight", pure), DType::kQ4_K);
+  EXPECT_EQ(type_in("Q4_K_M", "blk.0.attn_v.weight", pure), DType::kQ4_K);
+  LlamaQuantOverrides o;
+  o.output_type = DType::kQ8_0;
+  o.token_embd_type = DType::kQ6_K;
+  EXPECT_EQ(type_in("Q4_K_M", "output.weight", o), DType::kQ8_0);
+  EXPECT_EQ(type_in("Q4_K_M", "token_embd.weight", o), DType::kQ6_K);
+  EXPECT_EQ(type_in("Q4_K_M", "blk.0.attn_v.weight", o), DType::kQ6_K);  // the mix stays
+}
+
+TEST(LlamaQuantRules, SeventyBAttnVGetsQ5K) {
+  const PlanModel m = *plan_preset("llama-3-70b");  // 80 layers, attn_v 8x smaller than attn_q
+  for (const PlanTensor& t : m.tensors) {
+    if (t.name != "blk.11.attn_v.weight") continue;  // not a use_more_bits layer
+    EXPECT_EQ(llama_quant_tensor_type(*llama_file_type_from_name("Q4_K_M"), t, m).type, DType::kQ5_K);
+    EXPECT_EQ(llama_quant_tensor_type(*llama_file_type_from_name("Q3_K_S"), t, m).type, DType::kQ5_K);
   }
-  for (TensorRole role : {TensorRole::kAttnQ, TensorRole::kFfnUp, TensorRole::kOutput}) {
-    t.role = role;
-    EXPECT_FALSE(llama_quant_more_bits_tensor(t, m));
-  }
-  t.role = TensorRole::kAttnV;
-  t.layer = 7;
-  EXPECT_FALSE(llama_quant_more_bits_tensor(t, m));
+}
+
+TEST(LlamaQuantRules, FileTypeNames) {
+  EXPECT_EQ(llama_file_type_from_name("q4_k")->name, "Q4_K_M");
+  EXPECT_EQ(llama_file_type_from_name("Q5_K")->ftype, 17u);
+  EXPECT_EQ(llama_file_type_from_name("iq4_xs")->ftype, 30u);
+  EXPECT_FALSE(llama_file_type_from_name("q4_k_l").has_value());
+  EXPECT_EQ(llama_file_types().size(), 19u);
 }
 
 TEST(LlamaQuantRules, PartialBlocksFallBackAsLlamaCppDoes) {

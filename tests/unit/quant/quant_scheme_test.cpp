@@ -46,21 +46,28 @@ TEST(QuantScheme, NamesAliasesAndLlamaCppFileTypes) {
   EXPECT_EQ(scheme("bf16").file_type, 32u);
   const QuantScheme k = scheme("Q4_K");
   EXPECT_EQ(k.name, "q4_k_m");
-  EXPECT_TRUE(k.k_mix);
+  EXPECT_EQ(k.llama.name, "Q4_K_M");
   EXPECT_EQ(k.base, DType::kQ4_K);
   EXPECT_EQ(scheme("q4_1").file_type, 3u);
   EXPECT_EQ(scheme("q5_0").file_type, 8u);
   EXPECT_EQ(scheme("q5_1").file_type, 9u);
   EXPECT_EQ(scheme("q2_k").file_type, 10u);
-  EXPECT_EQ(scheme("q3_k").file_type, 11u);
+  EXPECT_EQ(scheme("q3_k_s").file_type, 11u);
+  EXPECT_EQ(scheme("q3_k").file_type, 12u);  // = Q3_K_M, as llama-quantize
+  EXPECT_EQ(scheme("q3_k_l").file_type, 13u);
+  EXPECT_EQ(scheme("q4_k_s").file_type, 14u);
+  EXPECT_EQ(scheme("q5_k_s").file_type, 16u);
+  EXPECT_EQ(scheme("q6_k").file_type, 18u);
   const QuantScheme k5 = scheme("Q5_K");
   EXPECT_EQ(k5.name, "q5_k_m");
   EXPECT_EQ(k5.file_type, 17u);
-  EXPECT_TRUE(k5.k_mix);
   EXPECT_EQ(k5.base, DType::kQ5_K);
   EXPECT_EQ(scheme("iq4_nl").file_type, 25u);
   EXPECT_EQ(scheme("iq4_xs").file_type, 30u);
-  EXPECT_FALSE(quant_scheme_from_name("iq2_xs").ok());
+  const auto unknown = quant_scheme_from_name("iq2_xs");
+  ASSERT_FALSE(unknown.ok());
+  for (const char* name : {"'iq2_xs'", "Q4_K_M", "Q3_K_S", "IQ4_NL", "Q4_K = Q4_K_M"})
+    EXPECT_NE(unknown.status().message().find(name), std::string::npos) << name;
   EXPECT_FALSE(quant_scheme_from_name("").ok());
   EXPECT_TRUE(quant_scheme_is_quantized(scheme("q8_0")));
   EXPECT_FALSE(quant_scheme_is_quantized(scheme("bf16")));
@@ -135,7 +142,7 @@ TEST(QuantScheme, TiedEmbeddingIsTheOutputAndRowsOf896FallBack) {
   EXPECT_EQ(k5.at("blk.4.ffn_down.weight"), DType::kQ5_K);
   const auto k2 = types_of(scheme("q2_k"), m);
   EXPECT_EQ(k2.at("blk.3.attn_q.weight"), DType::kIQ4_NL);  // q2_K -> iq4_nl
-  EXPECT_EQ(k2.at("blk.4.ffn_down.weight"), DType::kQ2_K);
+  EXPECT_EQ(k2.at("blk.4.ffn_down.weight"), DType::kQ3_K);  // Q2_K's mix: ffn_down q3_K
   EXPECT_EQ(km.at("blk.3.attn_q.bias"), DType::kF32);
   const auto q4 = types_of(scheme("q4_0"), m);
   EXPECT_EQ(q4.at("token_embd.weight"), DType::kQ8_0);  // q6_K does not fit 896: q8_0
@@ -173,10 +180,11 @@ TEST(QuantScheme, RowsThatAreNotWholeBlocksOfABaseTypeAreRefused) {
   EXPECT_EQ(checked, 1);
 }
 
-// The planner (plan/weight_format.h) and this writer share llama.cpp's rules: for the k-quant
-// mixes they give every tensor the same type (the fallbacks q5_0 / q5_1 are computable).
+// The planner (plan/weight_format.h) and this writer share llama.cpp's rules: they give every
+// tensor the same type.
 TEST(QuantScheme, AgreesWithThePlannerOnEveryTensor) {
-  for (const char* mix : {"q4_k_m", "q5_k_m"}) {
+  for (const char* mix : {"q4_0", "q2_k", "q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q4_k_m", "q5_k_s", "q5_k_m",
+                          "q6_k", "iq4_xs"}) {
     const auto format = plan::weight_format_from_name(mix);
     ASSERT_TRUE(format.ok());
     for (const char* name : {"qwen2.5-0.5b", "llama-3.2-1b", "llama-2-7b"}) {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -70,8 +72,9 @@ constexpr int64_t kN = 256 * 64;
 TEST(Quantize, Q8_0WithinHalfStep) {
   const auto x = test_row(kN, 1);
   const auto y = round_trip(DType::kQ8_0, x);
-  // Half of amax/127, plus the f16 rounding-up of the scale (2^-10 relative).
-  EXPECT_LE(worst_relative_error(x, y, 32), 0.5 / 127 * (1 + 1.0 / 1024));
+  // Half of amax/127 (ggml's rounding, from the f32 step), plus the f16 rounding of the
+  // stored step over up to 127 levels: 127 * (amax/127) * 2^-11.
+  EXPECT_LE(worst_relative_error(x, y, 32), 0.5 / 127 + 1.0 / 2048);
 }
 
 TEST(Quantize, Q8_0IsIdempotent) {
@@ -84,7 +87,8 @@ TEST(Quantize, Q4_0WithinOneStep) {
   const auto x = test_row(kN, 3);
   const auto y = round_trip(DType::kQ4_0, x);
   // The extreme's side is within half a step (amax/8); the far side may clamp at +7.
-  EXPECT_LE(worst_relative_error(x, y, 32), 1.0 / 8 * (1 + 1.0 / 1024));
+  // (Plus the f16 rounding of the stored step over 8 levels: 2^-11 of amax.)
+  EXPECT_LE(worst_relative_error(x, y, 32), 1.0 / 8 + 1.0 / 2048);
   // The extreme itself is exact up to the f16 rounding of the scale.
   for (int64_t b = 0; b < kN; b += 32) {
     const auto it = std::max_element(x.begin() + b, x.begin() + b + 32,
@@ -154,11 +158,14 @@ struct RoundTripCase {
 
 TEST(Quantize, LowBitTypesWithinTheirStep) {
   const RoundTripCase cases[] = {
-      // Extreme's side within half of amax/16, the other side may clamp at +15: one step.
-      {DType::kQ5_0, 32, 1.0 / 16 * (1 + 1.0 / 1024)},
-      // Level 0 is the minimum: half of (max - min)/15 (or /31) <= amax/15 (amax/31).
-      {DType::kQ4_1, 32, 1.0 / 15 * 1.01},
-      {DType::kQ5_1, 32, 1.0 / 31 * 1.01},
+      // Extreme's side within half of amax/16, the other side may clamp at +15: one step
+      // (plus the f16 rounding of the step over 16 levels, 2^-11 of amax).
+      {DType::kQ5_0, 32, 1.0 / 16 + 1.0 / 2048},
+      // Level 0 is the minimum: half of (max - min)/15 (or /31) <= amax/15 (amax/31), plus
+      // the f16 rounding of the minimum (2^-11 of amax) and of the step over the levels
+      // (2^-11 of the span, <= 2 amax).
+      {DType::kQ4_1, 32, 1.0 / 15 + 3.0 / 2048},
+      {DType::kQ5_1, 32, 1.0 / 31 + 3.0 / 2048},
       // As Q4_K with 31 steps: half of (2A + A/63)/31 plus the scale's rounding.
       {DType::kQ5_K, 256, 0.036},
       // Symmetric 3 steps per 16: half of (A/3 + d), d <= A/(3*31).
@@ -199,6 +206,39 @@ TEST(Quantize, MoreBitsMeanLessError) {
   EXPECT_LT(rms(DType::kIQ4_NL), rms(DType::kQ4_0));  // the grid fits bell-shaped data
   EXPECT_LT(rms(DType::kQ5_1), rms(DType::kQ4_1));
   EXPECT_LT(rms(DType::kQ8_0), rms(DType::kQ5_1));
+}
+
+// docs/quantization.md's RMSE table: each type's round-trip RMSE on N(0, 1) data is at most
+// the figure there (rounded up in the last digit), and within 10% of it, so the table stays
+// true when a quantizer changes.
+TEST(Quantize, RmsErrorPerType) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> g(256 * 256);
+  for (auto& v : g) v = normal(rng);
+  const std::pair<DType, double> documented[] = {
+      {DType::kQ8_0, 0.00535},
+      {DType::kQ4_0, 0.0860},
+      {DType::kQ4_1, 0.0783},
+      {DType::kQ5_0, 0.0426},
+      {DType::kQ5_1, 0.0378},
+      {DType::kQ2_K, 0.356},
+      {DType::kQ3_K, 0.204},
+      {DType::kQ4_K, 0.0799},
+      {DType::kQ5_K, 0.0392},
+      {DType::kQ6_K, 0.0197},
+      {DType::kIQ4_NL, 0.0798},
+      {DType::kIQ4_XS, 0.0812}
+  };
+  for (const auto& [type, rmse] : documented) {
+    const auto y = round_trip(type, g);
+    double se = 0.0;
+    for (size_t i = 0; i < g.size(); ++i) se += (g[i] - y[i]) * double(g[i] - y[i]);
+    const double got = std::sqrt(se / static_cast<double>(g.size()));
+    std::printf("rmse %-7s %.5f\n", std::string(dtype_name(type)).c_str(), got);
+    EXPECT_LE(got, rmse) << dtype_name(type);
+    EXPECT_GE(got, rmse * 0.9) << dtype_name(type);
+  }
 }
 
 TEST(Quantize, Q3KUsesHighScaleBits) {

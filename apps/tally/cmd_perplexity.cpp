@@ -1,0 +1,104 @@
+// tally perplexity [-m MODEL] -f TEXT [--ctx N] [--threads N]
+//   [--kl-divergence-base FILE [--kl-divergence]]: llama.cpp's perplexity (perf/perplexity.h)
+// of a model over a text file, and the KL divergence against a base model's saved
+// distributions (perf/kl_divergence.h).
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "perf/kl_divergence.h"
+#include "perf/perplexity.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tally::cli {
+
+namespace {
+
+struct PerplexityArgs {
+  std::string model;
+  std::string text_path;
+  std::string kld_base;  // --kl-divergence-base
+  bool kld = false;      // --kl-divergence: compare against kld_base instead of writing it
+  perf::PerplexityOptions options;
+};
+
+void print_kld(const perf::KldSummary& k, double ppl) {
+  fmt::print("Mean KLD = {:.6f} +/- {:.6f}\n", k.mean_kld, k.kld_stderr);
+  fmt::print("Same top = {:.3f} % +/- {:.3f} %\n", k.same_top_pct, k.same_top_stderr);
+  fmt::print("PPL(base) = {:.4f}, delta PPL = {:+.4f}\n", k.base_ppl, ppl - k.base_ppl);
+  fmt::print("RMS delta p = {:.3f} %\n", k.rms_dp_pct);
+}
+
+int run_perplexity(PerplexityArgs args) {
+  std::ifstream in(args.text_path, std::ios::binary);
+  if (!in) return report_error(make_error(ErrorCode::kNotFound, "perplexity: cannot read {}", args.text_path));
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  auto model = load_model(args.model);
+  if (!model.ok()) return report_error(model.status());
+  auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
+  if (!tokenizer.ok()) return report_error(tokenizer.status());
+  // As llama-perplexity: the whole text tokenized once, with BOS when the model adds one, and
+  // each chunk's first token replaced by BOS then.
+  const std::vector<int32_t> tokens = (*tokenizer)->encode(text, /*add_special=*/true, /*parse_special=*/false);
+  perf::PerplexityOptions o = args.options;
+  if ((*tokenizer)->add_bos() && (*tokenizer)->bos() >= 0) o.bos = (*tokenizer)->bos();
+  o.on_chunk = [](int64_t done, int64_t, double ppl) { fmt::print(stderr, "[{}]{:.4f},", done, ppl); };
+  const perf::KldHeader header{(*model)->config().n_vocab, o.n_ctx, tokens};
+  std::unique_ptr<perf::KldBaseWriter> base;
+  std::unique_ptr<perf::KldComparer> compare;
+  if (args.kld) {
+    auto c = perf::KldComparer::open(args.kld_base, header);
+    if (!c.ok()) return report_error(c.status());
+    compare = std::move(*c);
+    o.on_row = [&compare](std::span<const float> logits, int32_t target) { return compare->add_row(logits, target); };
+  } else if (!args.kld_base.empty()) {
+    auto w = perf::KldBaseWriter::create(args.kld_base, header);
+    if (!w.ok()) return report_error(w.status());
+    base = std::move(*w);
+    o.on_row = [&base](std::span<const float> logits, int32_t) { return base->add_row(logits); };
+  }
+  auto r = perf::perplexity(**model, tokens, o);
+  fmt::print(stderr, "\n");
+  if (!r.ok()) return report_error(r.status());
+  fmt::print("PPL = {:.4f} +/- {:.4f} ({} chunks of {} tokens, {} tokens scored, {} in the text)\n", r->ppl,
+             r->ppl_stderr, r->n_chunks, o.n_ctx, r->n_scored, tokens.size());
+  if (base) {
+    if (Status st = base->finish(); !st.ok()) return report_error(st);
+    fmt::print(stderr, "tally: saved the base distributions of {} rows in {}\n", r->n_scored, args.kld_base);
+  }
+  if (compare) {
+    auto k = compare->summary();
+    if (!k.ok()) return report_error(k.status());
+    print_kld(*k, r->ppl);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner add_perplexity_command(CLI::App& app) {
+  auto args = std::make_shared<PerplexityArgs>();
+  args->model = default_model_path();
+  app.add_option("-m,--model", args->model, "GGUF model")->capture_default_str();
+  app.add_option("-f,--file", args->text_path, "Text to score")->required()->check(CLI::ExistingFile);
+  app.add_option("--ctx", args->options.n_ctx, "Tokens per chunk; the second half of each is scored")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("-t,--threads", args->options.n_threads, "Threads (0 = all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--kl-divergence-base", args->kld_base,
+                 "File of the base model's distributions: written by this run, or read with --kl-divergence");
+  app.add_flag("--kl-divergence", args->kld,
+               "Compare against --kl-divergence-base: mean KLD, same top token, delta PPL, RMS delta p");
+  return [args] {
+    if (args->kld && args->kld_base.empty())
+      return report_error(make_error(ErrorCode::kInvalidArgument, "perplexity: --kl-divergence needs --kl-divergence-base FILE"));
+    return run_perplexity(*args);
+  };
+}
+
+}  // namespace tally::cli
