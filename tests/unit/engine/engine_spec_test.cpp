@@ -102,14 +102,14 @@ TEST(EngineSpec, OutputEqualsNoSpeculationAcrossBatchAndPrefixCache) {
 
 TEST(EngineSpec, CopyHeavyPromptAcceptsDraftsAndTakesFewerSteps) {
   std::string text;
-  for (int r = 0; r < 4; ++r) text += std::string(kStoryLines[1]) + " ";
+  for (int r = 0; r < 3; ++r) text += std::string(kStoryLines[1]) + " ";
   int64_t steps[2] = {0, 0};
   std::vector<int32_t> tokens[2];
   for (bool spec : {false, true}) {
     auto engine = make_engine(spec_config(spec, 1, true));
     ASSERT_NE(engine, nullptr);
     tally::EngineRequest r =
-        greedy_request(engine->tokenizer().encode(text, true, false), 64);
+        greedy_request(engine->tokenizer().encode(text, true, false), 140);
     r.ignore_eos = true;
     const RequestLog log = run_alone(*engine, r);
     ASSERT_TRUE(log.done && !log.error);
@@ -117,7 +117,8 @@ TEST(EngineSpec, CopyHeavyPromptAcceptsDraftsAndTakesFewerSteps) {
     const tally::EngineMetrics m = engine->metrics();
     steps[spec] = m.steps_total;
     if (spec) {
-      EXPECT_GT(m.spec_decode.accepted_tokens, 16) << "drafts " << m.spec_decode.draft_tokens;
+      // stories260K falls into a loop ("You are not a ball.") that the drafts then copy.
+      EXPECT_GT(m.spec_decode.accepted_tokens, 40) << "drafts " << m.spec_decode.draft_tokens;
       EXPECT_EQ(log.events.back().spec_accepted_tokens, m.spec_decode.accepted_tokens);
       EXPECT_EQ(log.events.back().spec_draft_tokens, m.spec_decode.draft_tokens);
       int64_t per_pos = 0;
