@@ -59,10 +59,16 @@ int32_t ngram_draft(std::span<const int32_t> tokens, int32_t ngram_min, int32_t 
   for (int64_t n = std::min<int64_t>(ngram_max, len - 1); n >= ngram_min; --n) {
     const int64_t start = ngram_latest_match(tokens, n);
     if (start < 0) continue;
-    // The continuation runs from the match's end up to the last known token.
+    // The continuation runs from the match's end; past the last known token it goes on
+    // copying what it has just proposed (an overlapping copy, as in LZ77), so a run with a
+    // short period is drafted to the full length instead of one period.
     const int64_t from = start + n;
-    const int64_t k = std::min<int64_t>(static_cast<int64_t>(draft.size()), len - from);
-    std::copy_n(tokens.data() + from, k, draft.data());
+    const auto k = static_cast<int64_t>(draft.size());
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = from + j;
+      draft[static_cast<size_t>(j)] =
+          at < len ? tokens[static_cast<size_t>(at)] : draft[static_cast<size_t>(at - len)];
+    }
     return static_cast<int32_t>(k);
   }
   return 0;

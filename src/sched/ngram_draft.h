@@ -37,8 +37,9 @@ struct SpecConfig {
   Status validate() const;
 };
 
-// Writes up to draft.size() tokens that would follow `tokens` if its last n tokens repeat an
-// earlier occurrence; returns how many (0: no match). Longer matches win, then later ones.
+// Writes the draft.size() tokens that would follow `tokens` if its last n tokens repeat an
+// earlier occurrence (the tokens after it, continued periodically past the end); returns how
+// many (0: no match, else draft.size()). Longer matches win, then later ones.
 int32_t ngram_draft(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
                     std::span<int32_t> draft);
 

@@ -30,10 +30,15 @@ TEST(NgramDraft, LaterOccurrenceWinsAtTheSameLength) {
   EXPECT_EQ(draft_of({5, 1, 5, 2, 5}, 1, 1, 1), (std::vector<int32_t>{2}));
 }
 
-TEST(NgramDraft, DraftStopsAtTheLastKnownToken) {
-  // The match at 1 continues with "3 3" and then the sequence ends.
-  EXPECT_EQ(draft_of({3, 3, 3}, 2, 2, 8), (std::vector<int32_t>{3}));
-  EXPECT_EQ(draft_of({3, 3, 3, 3}, 1, 1, 8), (std::vector<int32_t>{3}));
+TEST(NgramDraft, ContinuesPeriodicallyPastTheLastKnownToken) {
+  // The latest match of "3 3" is at 0, followed by one known token; the copy goes on
+  // over what it proposed, so a loop is drafted to full length.
+  EXPECT_EQ(draft_of({3, 3, 3}, 2, 2, 4), (std::vector<int32_t>{3, 3, 3, 3}));
+  // "... 1 2 | 1 2": period 2.
+  EXPECT_EQ(draft_of({9, 1, 2, 1, 2}, 2, 2, 5), (std::vector<int32_t>{1, 2, 1, 2, 1}));
+  // The first proposal still comes from the known tokens.
+  EXPECT_EQ(draft_of({1, 2, 3, 4, 5, 9, 1, 2}, 1, 3, 8),
+            (std::vector<int32_t>{3, 4, 5, 9, 1, 2, 3, 4}));
 }
 
 TEST(NgramDraft, NoMatchNoDraft) {
