@@ -73,6 +73,11 @@ void add_throughput_flags(CLI::App& app, BenchArgs& a) {
       ->capture_default_str();
   app.add_option("--seed", w.seed, "Seed of the workload (lengths and prompt tokens)")
       ->capture_default_str();
+  app.add_option("--prompt-period", w.prompt_period,
+                 "Prompts repeat a random run of N tokens (copy-heavy, for --speculative); 0 = "
+                 "random tokens")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--compare", a.compare,
                "Run static then continuous on the same workload; print the speedup");
   engine_flags_add(app, a.engine);

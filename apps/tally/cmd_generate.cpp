@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/engine_core.h"
+#include "engine/engine_flags.h"
 #include "model/model.h"
 #include "plan/memory_size.h"
 #include "plan/plan.h"
@@ -36,6 +37,7 @@ struct GenerateArgs {
   bool chat = false;
   std::string chat_template;
   bool no_prefix_cache = false;
+  SpecFlags spec;
 };
 
 int run_chat_command(const GenerateArgs& a, std::unique_ptr<Model> model,
@@ -64,13 +66,14 @@ Status check_args(const GenerateArgs& a) {
 
 // A KV pool just large enough for this prompt and -n tokens (as the timing line reports).
 EngineConfig generate_engine_config(const GenerateArgs& args, const ModelConfig& model,
-                                    DType kv_type, int64_t n_prompt) {
+                                    DType kv_type, int64_t n_prompt, const SpecConfig& spec) {
   const int64_t n_ctx = args.ctx_size > 0 ? args.ctx_size : model.context_length;
   EngineConfig c = single_sequence_engine_config(
       model, {args.threads, args.batch_size, args.ctx_size,
               std::min<int64_t>(n_ctx, n_prompt + args.n_predict), kv_type});
   c.model_path = args.model;
   c.prefix_cache = !args.no_prefix_cache;
+  c.spec = spec;
   return c;
 }
 
@@ -105,6 +108,8 @@ int run_generate(GenerateArgs args) {
   if (Status st = check_args(args); !st.ok()) return report_error(st);
   auto kv_type = plan::kv_type_from_name(args.kv_type);
   if (!kv_type.ok()) return report_error(kv_type.status().with_context("--kv-type"));
+  auto spec = spec_flags_to_config(args.spec);
+  if (!spec.ok()) return report_error(spec.status());
   auto model = load_model(args.model);
   if (!model.ok()) return report_error(model.status());
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
@@ -122,8 +127,8 @@ int run_generate(GenerateArgs args) {
   request.sampling = args.sampling;
   request.ignore_eos = args.ignore_eos;
   request.stop = args.stop;
-  const EngineConfig config = generate_engine_config(args, (*model)->config(), *kv_type,
-                                                     static_cast<int64_t>(request.prompt.size()));
+  const EngineConfig config = generate_engine_config(
+      args, (*model)->config(), *kv_type, static_cast<int64_t>(request.prompt.size()), *spec);
   auto core = EngineCore::create(config, std::move(*model), std::move(*tokenizer));
   if (!core.ok()) return report_error(core.status());
   EngineCore& engine = **core;
@@ -158,6 +163,14 @@ int run_generate(GenerateArgs args) {
              n_prompt, t.ttft_seconds * 1e3, t.prefill_seconds > 0 ? n_prompt / t.prefill_seconds : 0.0,
              decode_tps, n_generated, engine.n_threads(), args.kv_type,
              plan::format_bytes(engine.ledger().kv_bytes), finish_name(out.end, args.n_predict));
+  if (engine.config().spec.enabled()) {
+    const EngineEvent& e = out.end;
+    fmt::print(stderr, "speculative ({}): {} draft tokens, {} accepted ({:.1f}%), {} steps\n",
+               spec_mode_name(engine.config().spec.mode), e.spec_draft_tokens,
+               e.spec_accepted_tokens,
+               e.spec_draft_tokens > 0 ? 100.0 * e.spec_accepted_tokens / e.spec_draft_tokens : 0.0,
+               engine.metrics().steps_total);
+  }
   return kExitOk;
 }
 
@@ -191,6 +204,7 @@ Runner add_generate_command(CLI::App& app) {
   app.add_flag("--print-ids", args->print_ids, "Print the sampled token ids to stderr");
   app.add_flag("--no-prefix-cache", args->no_prefix_cache,
                "--chat: recompute the whole history each turn instead of reusing its cached KV");
+  spec_flags_add(app, args->spec);
   app.add_flag("--chat", args->chat, "Interactive multi-turn chat on stdin/stdout (-p: the system message)");
   app.add_option("--chat-template", args->chat_template,
                  "Jinja chat template file for --chat (default: the model's, else plain User:/Assistant:)");

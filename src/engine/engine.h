@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "engine/engine_types.h"
 #include "plan/run_defaults.h"
+#include "sched/ngram_draft.h"
 #include "tensor/dtype.h"
 
 namespace tally {
@@ -37,6 +38,7 @@ struct EngineConfig {
   int32_t max_waiting = 1024;       // queue limit: submit() answers ResourceExhausted past it
   bool static_batching = false;     // the classic baseline (--scheduler static)
   bool prefix_cache = true;         // reuse computed full KV blocks (--no-prefix-cache)
+  SpecConfig spec;                  // speculative decoding (--speculative, docs/speculative.md)
 };
 
 using EngineEventCallback = std::function<void(const EngineEvent&)>;

@@ -24,6 +24,7 @@ SchedulerConfig scheduler_config(const EngineConfig& c, const EngineSizing& s) {
   sc.kv.n_blocks = s.n_blocks;
   sc.kv.block_size = c.block_size;
   sc.kv.enable_prefix_cache = c.prefix_cache;
+  sc.spec = c.spec;
   return sc;
 }
 
@@ -37,6 +38,7 @@ BatchRunnerConfig runner_config(const EngineConfig& c, const EngineSizing& s) {
   rc.max_rows = std::min<int64_t>(s.plan.step_tokens, c.max_seqs);
   rc.max_seqs = c.max_seqs;
   rc.max_seq_len = s.max_model_len;
+  rc.max_draft = c.spec.enabled() ? c.spec.num_speculative_tokens : 0;
   return rc;
 }
 
@@ -87,7 +89,8 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
   build_ledger(sizing);
   log_ledger();
   const auto rows = static_cast<size_t>(config.max_seqs);
-  sampled_.reserve(rows);
+  emitted_.reserve(rows * static_cast<size_t>(1 + runner_->max_draft()));
+  n_emitted_.reserve(rows);
   finishes_.reserve(rows);
   sched_events_.reserve(rows);
   outbox_.reserve(2 * rows);
@@ -193,6 +196,10 @@ void EngineCore::publish_metrics() {
   m.kv_utilization = st.kv_utilization();
   m.prefix_cache_queries_total = st.prefix_cache_queries;
   m.prefix_cache_hits_total = st.prefix_cache_hits;
+  m.spec_positions = sched_config_.spec.enabled() && !config_.static_batching
+                         ? sched_config_.spec.num_speculative_tokens
+                         : 0;
+  m.spec_decode = spec_;
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);
     metrics_ = m;

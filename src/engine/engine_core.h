@@ -89,7 +89,9 @@ class EngineCore {
 
   // engine_step.cpp: one step and its failures.
   void note_scheduled(EngineClock::time_point now);
-  void sample_slots();
+  // engine_verify.cpp: sampling, speculative drafts verified position by position.
+  void verify_slots();
+  FinishReason verify_slot(size_t k, EngineClock::time_point now);
   void deliver();
   void fail_request(RequestState& r, const Status& status);
   void fail_scheduled(const Status& status);
@@ -119,13 +121,15 @@ class EngineCore {
   ThreadPool pool_;
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   SchedulerOutput out_;
-  std::vector<int32_t> sampled_;
+  std::vector<int32_t> emitted_;    // this step's tokens, slot by slot (flat)
+  std::vector<int32_t> n_emitted_;  // [samples] tokens of each slot in emitted_
   std::vector<FinishReason> finishes_;
   std::vector<SchedulerEvent> sched_events_;
   std::vector<Outgoing> outbox_;
   std::vector<RequestId> done_ids_;
   int64_t prompt_tokens_total_ = 0;
   int64_t generation_tokens_total_ = 0;
+  SpecDecodeCounters spec_;
 
   std::function<void(const EngineMetrics&)> on_publish_;
   mutable std::mutex metrics_mu_;

@@ -38,6 +38,32 @@ void engine_flags_add(CLI::App& app, EngineFlags& flags) {
       ->capture_default_str();
   app.add_flag("--no-prefix-cache", flags.no_prefix_cache,
                "Compute every prompt in full: no reuse of cached KV blocks between requests");
+  spec_flags_add(app, flags.spec);
+}
+
+void spec_flags_add(CLI::App& app, SpecFlags& flags) {
+  SpecConfig& c = flags.config;
+  app.add_option("--speculative", flags.mode,
+                 "Speculative decoding: off, ngram (prompt lookup) or auto (ngram where it "
+                 "finds a match); output is unchanged (docs/speculative.md)")
+      ->capture_default_str();
+  app.add_option("--ngram-min", c.ngram_min, "Shortest suffix the n-gram drafter matches")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--ngram-max", c.ngram_max, "Longest suffix the n-gram drafter matches")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--num-speculative-tokens", c.num_speculative_tokens,
+                 "Most draft tokens per sequence and step")
+      ->capture_default_str()
+      ->check(CLI::Range(0, kMaxSpeculativeTokens));
+}
+
+Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags) {
+  SpecConfig c = flags.config;
+  TALLY_ASSIGN_OR_RETURN(c.mode, spec_mode_from_name(flags.mode));
+  TALLY_RETURN_IF_ERROR(c.validate());
+  return c;
 }
 
 namespace {
@@ -64,6 +90,7 @@ Result<EngineConfig> engine_flags_to_config(const EngineFlags& flags) {
   }
   e.static_batching = flags.scheduler == "static";
   e.prefix_cache = !flags.no_prefix_cache;
+  TALLY_ASSIGN_OR_RETURN(e.spec, spec_flags_to_config(flags.spec));
   return e;
 }
 

@@ -19,6 +19,13 @@ class App;
 
 namespace tally {
 
+// The speculative-decoding flags as typed: `tally generate` adds them alone, the engine
+// flags include them.
+struct SpecFlags {
+  std::string mode = "off";
+  SpecConfig config;
+};
+
 // The engine flags as typed. Numbers land in `config` directly (CLI11 checks their range);
 // the texts are converted by engine_flags_to_config(). Fields no flag here sets (model_path,
 // max_waiting) are the command's own and pass through unchanged.
@@ -29,11 +36,17 @@ struct EngineFlags {
   std::string memory_budget = "0";    // a memory size ("8GiB"); 0 = no budget
   std::string scheduler = "continuous";
   bool no_prefix_cache = false;
+  SpecFlags spec;
 };
 
+// Adds --speculative, --ngram-min, --ngram-max and --num-speculative-tokens.
+void spec_flags_add(CLI::App& app, SpecFlags& flags);
+// InvalidArgument naming the flag: "--speculative must be off, ngram or auto, got 'x' ...".
+Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags);
+
 // Adds -t/--threads, --max-batched-tokens, --max-seqs, --max-model-len, --block-size,
-// --kv-type, --kv-cache-memory, --memory-budget, --scheduler and --no-prefix-cache, bound to `flags` (which must
-// outlive the parse).
+// --kv-type, --kv-cache-memory, --memory-budget, --scheduler, --no-prefix-cache and the
+// speculative-decoding flags, bound to `flags` (which must outlive the parse).
 void engine_flags_add(CLI::App& app, EngineFlags& flags);
 
 // `flags.config` with the texts converted. InvalidArgument / Unsupported naming the flag:

@@ -26,7 +26,7 @@ Status check_config(const EngineConfig& c) {
     return make_error(ErrorCode::kInvalidArgument, "engine: kv type {} (f32, f16 or bf16)",
                       dtype_name(c.kv_type));
   }
-  return Status::ok_status();
+  return c.spec.validate();
 }
 
 }  // namespace
@@ -38,6 +38,7 @@ plan::PlanOptions engine_plan_options(const EngineConfig& config, int32_t max_mo
   o.concurrency = config.max_seqs;
   o.block_size = config.block_size;
   o.batch_tokens = config.max_batched_tokens;
+  o.draft_tokens = config.spec.enabled() ? config.spec.num_speculative_tokens : 0;
   if (config.memory_budget > 0) o.budget = config.memory_budget;
   return o;
 }

@@ -1,6 +1,7 @@
 // One step of the engine core: schedule -> runner (tables, copies, batch, forward) ->
-// per-sample sampling -> update (engine_update.cpp) -> metrics -> callbacks. A failure is
-// confined to the requests it touches: they end with kError and the next step goes on.
+// per-sample sampling and verification of drafts (engine_verify.cpp) -> update
+// (engine_update.cpp) -> metrics -> callbacks. A failure is confined to the requests it
+// touches: they end with kError and the next step goes on.
 #include <algorithm>
 #include <exception>
 
@@ -14,11 +15,13 @@ void EngineCore::step() {
   note_scheduled(EngineClock::now());
   Status st = runner_->prepare(out_);
   if (st.ok()) st = runner_->forward(pool_);
-  sampled_.assign(out_.samples.size(), 0);
   if (st.ok()) {
-    sample_slots();
-    runner_->commit(out_, sampled_);
+    verify_slots();
   } else {
+    // Every request of the step fails: the scheduler drops their (placeholder) tokens.
+    emitted_.assign(out_.samples.size(), 0);
+    n_emitted_.assign(out_.samples.size(), 1);
+    finishes_.assign(out_.samples.size(), FinishReason::kNone);
     spdlog::error("engine: step {} failed: {}", out_.step, st.to_string());
     fail_scheduled(st);
   }
@@ -38,25 +41,6 @@ void EngineCore::note_scheduled(EngineClock::time_point now) {
       it->second->cached_tokens = std::max(sr->num_cached_tokens, 0);
     }
     prompt_tokens_total_ += it->second->prompt_tokens;
-  }
-}
-
-void EngineCore::sample_slots() {
-  for (size_t k = 0; k < out_.samples.size(); ++k) {
-    const SampleSlot& slot = out_.samples[k];
-    auto it = requests_.find(slot.request_id);
-    if (it == requests_.end() || it->second->failed) continue;  // being aborted: result unused
-    RequestState& r = *it->second;
-    SampleState& s = r.samples[static_cast<size_t>(slot.seq_index)];
-    std::span<float> logits = runner_->slot_logits(k);
-    // Slots sharing this row are samples of the same request at the same length, so masking
-    // the shared row is right.
-    if (s.n_generated < r.min_tokens) ban_stop_tokens(logits);
-    try {
-      sampled_[k] = s.sampler.sample(logits, runner_->slot_history(out_, k));
-    } catch (const std::exception& e) {
-      fail_request(r, make_error(ErrorCode::kInternal, "sampling failed: {}", e.what()));
-    }
   }
 }
 

@@ -2,6 +2,7 @@
 // Plain data only, so the server (src/server) depends on these types and never on tensors.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "base/status.h"
 #include "sampling/sampler_steps.h"
 #include "sampling/sampling_params.h"
+#include "sched/ngram_draft.h"
 #include "sched/request.h"
 
 namespace tally {
@@ -66,8 +68,21 @@ struct EngineEvent {
   int32_t prompt_tokens = 0;  // usage, on kFinished
   int32_t cached_tokens = 0;  // of prompt_tokens, served by the prefix cache (not computed)
   int32_t completion_tokens = 0;
+  // Speculation, on kFinished: this sample's draft tokens proposed and accepted (accepted /
+  // proposed is its acceptance rate).
+  int32_t spec_draft_tokens = 0;
+  int32_t spec_accepted_tokens = 0;
   RequestTiming timing;       // on kFinished
   Status status;              // kError
+};
+
+// Speculative decoding, vLLM's counters: drafts verified (one per sequence and step that had
+// a draft), draft tokens proposed, draft tokens accepted, and accepted per draft position.
+struct SpecDecodeCounters {
+  int64_t drafts = 0;
+  int64_t draft_tokens = 0;
+  int64_t accepted_tokens = 0;
+  std::array<int64_t, kMaxSpeculativeTokens> accepted_per_pos{};
 };
 
 // A snapshot of the engine's counters for /metrics and benchmarks.
@@ -85,6 +100,9 @@ struct EngineMetrics {
   // Prefix cache, in tokens, counted at each admission: looked up and found cached.
   int64_t prefix_cache_queries_total = 0;
   int64_t prefix_cache_hits_total = 0;
+  // Speculation: positions in use (num_speculative_tokens; 0 when off) and the counters.
+  int32_t spec_positions = 0;
+  SpecDecodeCounters spec_decode;
 };
 
 // Every allocation the engine made, by kind (what `tally plan` predicts).

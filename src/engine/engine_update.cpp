@@ -18,20 +18,9 @@ void EngineCore::ban_stop_tokens(std::span<float> logits) const {
 }
 
 void EngineCore::update() {
-  const auto now = EngineClock::now();
-  finishes_.assign(out_.samples.size(), FinishReason::kNone);
-  for (size_t k = 0; k < out_.samples.size(); ++k) {
-    const SampleSlot& slot = out_.samples[k];
-    auto it = requests_.find(slot.request_id);
-    if (it == requests_.end() || it->second->failed) continue;  // aborted: the token is unused
-    RequestState& r = *it->second;
-    try {
-      finishes_[k] = update_sample(r, slot, sampled_[k], now);
-    } catch (const std::exception& ex) {
-      fail_request(r, make_error(ErrorCode::kInternal, "request {}: {}", r.id, ex.what()));
-    }
-  }
-  sched_.update(out_, sampled_, finishes_, sched_events_);
+  // verify_slots() applied every token already (update_sample); the scheduler learns the
+  // tokens each sample kept and frees what ended.
+  sched_.update(out_, emitted_, n_emitted_, finishes_, sched_events_);
   report_aborts();
 }
 
@@ -123,6 +112,8 @@ void EngineCore::finish_sample(RequestState& r, int32_t index, FinishReason why,
   ev.prompt_tokens = r.prompt_tokens;
   ev.cached_tokens = r.cached_tokens;
   ev.completion_tokens = s.n_generated;
+  ev.spec_draft_tokens = s.spec_draft_tokens;
+  ev.spec_accepted_tokens = s.spec_accepted_tokens;
   ev.timing = r.timing(now);
   if (ev.request_done) done_ids_.push_back(r.id);
   outbox_.push_back({&r, std::move(ev)});

@@ -29,6 +29,8 @@ struct SampleState {
   StopMatcher stop;
   int32_t n_generated = 0;  // tokens sampled, a final stop token included
   bool done = false;        // its kFinished went out
+  int32_t spec_draft_tokens = 0;     // speculation: draft tokens proposed for it
+  int32_t spec_accepted_tokens = 0;  // and accepted
 };
 
 struct RequestState {

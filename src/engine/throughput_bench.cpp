@@ -79,8 +79,12 @@ std::vector<BenchRequest> make_bench_requests(const ThroughputWorkload& w, const
   for (BenchRequest& r : out) {
     const int32_t len = draw(w.input);
     if (tok.bos() >= 0) r.prompt.push_back(tok.bos());
+    const size_t first = r.prompt.size();
     while (static_cast<int32_t>(r.prompt.size()) < len) {
-      r.prompt.push_back(plain[rng.next_u64() % plain.size()]);
+      const size_t at = r.prompt.size() - first;
+      const bool repeat = w.prompt_period > 0 && at >= static_cast<size_t>(w.prompt_period);
+      r.prompt.push_back(repeat ? r.prompt[first + at % static_cast<size_t>(w.prompt_period)]
+                                : plain[rng.next_u64() % plain.size()]);
     }
     r.max_tokens = draw(w.output);
   }
@@ -127,6 +131,8 @@ Result<ThroughputReport> run_throughput(const EngineConfig& config, const Throug
   rep.kv_utilization = m.kv_utilization;
   rep.preemptions = m.num_preemptions_total;
   rep.steps = m.steps_total;
+  rep.speculative = m.spec_positions > 0;
+  rep.spec = m.spec_decode;
   return rep;
 }
 
@@ -144,6 +150,15 @@ std::string format_throughput_report(const ThroughputReport& r) {
       "kv utilization: {:.1f}% (tokens stored / tokens reserved)  preemptions: {}  "
       "steps: {}\n",
       r.kv_utilization * 100, r.preemptions, r.steps);
+  if (r.speculative) {
+    const SpecDecodeCounters& c = r.spec;
+    s += fmt::format(
+        "speculative: {} drafts  {} draft tokens  {} accepted ({:.1f}%)  {:.2f} tokens per "
+        "draft\n",
+        c.drafts, c.draft_tokens, c.accepted_tokens,
+        c.draft_tokens > 0 ? 100.0 * c.accepted_tokens / c.draft_tokens : 0.0,
+        c.drafts > 0 ? static_cast<double>(c.accepted_tokens) / c.drafts : 0.0);
+  }
   return s;
 }
 

@@ -26,6 +26,9 @@ struct ThroughputWorkload {
   LengthRange input{16, 128};   // prompt tokens (BOS included)
   LengthRange output{16, 128};  // output tokens
   uint64_t seed = 1;
+  // > 0: each prompt repeats one random run of this many tokens (a copy-heavy workload, where
+  // n-gram speculation finds its drafts); 0: every prompt token drawn on its own.
+  int32_t prompt_period = 0;
 };
 
 struct ThroughputReport {
@@ -42,6 +45,8 @@ struct ThroughputReport {
   double kv_utilization = 0;     // tokens stored / tokens reserved, over all steps
   int64_t preemptions = 0;
   int64_t steps = 0;
+  bool speculative = false;   // speculation on: the counters below are printed
+  SpecDecodeCounters spec;
   MemoryLedger ledger;
 };
 

@@ -1,6 +1,8 @@
 #include "metrics/server_metrics.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "base/check.h"
@@ -33,6 +35,7 @@ ServerMetrics::ServerMetrics(ServerMetricsOptions options)
     : registry_(options.prefix), label_values_{options.model_name, std::string(kEngineIndex)} {
   const std::vector<std::string> labels = {"model_name", "engine"};
   register_engine_metrics(labels);
+  register_spec_metrics(labels);
   register_request_metrics(labels, options.max_model_len);
   register_info_metrics(options);
   registry_.add_collect_hook([this] {
@@ -75,6 +78,43 @@ void ServerMetrics::register_engine_metrics(const std::vector<std::string>& labe
       &registry_
            .add_counter("generation_tokens_total", "Number of generation tokens processed.", labels)
            .with(label_values_);
+}
+
+// vLLM's speculative-decoding counters, fed by the engine's snapshot (zero with it off).
+void ServerMetrics::register_spec_metrics(const std::vector<std::string>& labels) {
+  spec_drafts_ = &registry_
+                      .add_counter("spec_decode_num_drafts_total",
+                                   "Number of spec decoding drafts.", labels)
+                      .with(label_values_);
+  spec_draft_tokens_ = &registry_
+                            .add_counter("spec_decode_num_draft_tokens_total",
+                                         "Number of draft tokens.", labels)
+                            .with(label_values_);
+  spec_accepted_tokens_ = &registry_
+                               .add_counter("spec_decode_num_accepted_tokens_total",
+                                            "Number of accepted tokens.", labels)
+                               .with(label_values_);
+  std::vector<std::string> pos_labels = labels;
+  pos_labels.push_back("position");
+  spec_accepted_per_pos_family_ = &registry_.add_counter(
+      "spec_decode_num_accepted_tokens_per_pos_total",
+      "Accepted tokens per draft position.", pos_labels);
+}
+
+void ServerMetrics::set_spec_snapshot(const EngineMetrics& snapshot) {
+  const SpecDecodeCounters& c = snapshot.spec_decode;
+  spec_drafts_->advance_to(static_cast<double>(c.drafts));
+  spec_draft_tokens_->advance_to(static_cast<double>(c.draft_tokens));
+  spec_accepted_tokens_->advance_to(static_cast<double>(c.accepted_tokens));
+  const auto positions = static_cast<size_t>(std::clamp(snapshot.spec_positions, 0, kMaxSpeculativeTokens));
+  while (spec_accepted_per_pos_.size() < positions) {
+    const std::string pos = std::to_string(spec_accepted_per_pos_.size());
+    spec_accepted_per_pos_.push_back(
+        &spec_accepted_per_pos_family_->with({label_values_[0], kEngineIndex, pos}));
+  }
+  for (size_t i = 0; i < spec_accepted_per_pos_.size(); ++i) {
+    spec_accepted_per_pos_[i]->advance_to(static_cast<double>(c.accepted_per_pos[i]));
+  }
 }
 
 // What finished requests and token timings feed.
@@ -206,6 +246,7 @@ void ServerMetrics::set_engine_snapshot(const EngineMetrics& snapshot) {
   prefix_hits_->advance_to(static_cast<double>(snapshot.prefix_cache_hits_total));
   prompt_tokens_->advance_to(static_cast<double>(snapshot.prompt_tokens_total));
   generation_tokens_->advance_to(static_cast<double>(snapshot.generation_tokens_total));
+  set_spec_snapshot(snapshot);
 }
 
 void ServerMetrics::set_snapshot_source(std::function<EngineMetrics()> source) {

@@ -88,6 +88,8 @@ class ServerMetrics {
   void register_engine_metrics(const std::vector<std::string>& labels);
   void register_request_metrics(const std::vector<std::string>& labels, int64_t max_model_len);
   void register_info_metrics(const ServerMetricsOptions& options);
+  void register_spec_metrics(const std::vector<std::string>& labels);
+  void set_spec_snapshot(const EngineMetrics& snapshot);
 
   Registry registry_;
   Registry process_registry_{""};  // process_* metrics keep their standard, unprefixed names
@@ -104,6 +106,13 @@ class ServerMetrics {
   Counter* prefix_hits_ = nullptr;
   Counter* prompt_tokens_ = nullptr;
   Counter* generation_tokens_ = nullptr;
+  // Speculative decoding (vLLM's spec_decode_* counters); per position, children are made
+  // when a snapshot first reports speculation on.
+  Counter* spec_drafts_ = nullptr;
+  Counter* spec_draft_tokens_ = nullptr;
+  Counter* spec_accepted_tokens_ = nullptr;
+  CounterFamily* spec_accepted_per_pos_family_ = nullptr;
+  std::vector<Counter*> spec_accepted_per_pos_;
   Counter* success_stop_ = nullptr;
   Counter* success_length_ = nullptr;
   Counter* success_abort_ = nullptr;

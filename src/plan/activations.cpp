@@ -25,6 +25,7 @@ void add_mat(std::vector<ActivationTerm>& out, const char* name, int64_t rows, i
 std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
   const int64_t n = s.n_tokens;
   const int64_t r = s.n_rows;
+  const int64_t lr = s.n_logit_rows > 0 ? s.n_logit_rows : r;
   const int64_t q_dim = s.n_heads * s.head_dim;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
   std::vector<ActivationTerm> t;
@@ -33,7 +34,7 @@ std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
   add_vec(t, "positions", n, kI32, "i32");
   add_vec(t, "sequence index", n, kI32, "i32");
   add_vec(t, "batch rows", r, kSpanBytes, "span");  // each row's block table
-  add_vec(t, "logit rows", r, kI32, "i32");         // token index of each logits row
+  add_vec(t, "logit rows", lr, kI32, "i32");         // token index of each logits row
   add_vec(t, "row logits", r, kI32, "i32");         // logits row of each batch row
   add_vec(t, "row last token", r, kI32, "i32");
   add_vec(t, "sample slots", r, kI32, "i32");       // logits row of each sample slot
@@ -50,7 +51,7 @@ std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
   add_mat(t, "rope sin", n, s.rope_dim, kF32, "f32");
   add_vec(t, "kv slots", n, kI64, "i64");
   add_vec(t, "block table views", n, kSpanBytes, "span");
-  add_mat(t, "logits", r, s.n_vocab, kF32, "f32");
+  add_mat(t, "logits", lr, s.n_vocab, kF32, "f32");
   // The runner's copy of each resident sequence: its tokens and its block table.
   add_mat(t, "sequence tokens", s.n_seqs, s.context, kI32, "i32");
   t.back().at_start = false;

@@ -14,6 +14,7 @@ namespace tally::plan {
 struct ActivationShape {
   int64_t n_tokens = 0;        // tokens in the step (all sequences together)
   int64_t n_rows = 0;          // sequences in the step; each has one logits row
+  int64_t n_logit_rows = 0;    // logits rows (speculation: a row's drafts too); 0 = n_rows
   int64_t n_seqs = 0;          // sequences resident at once
   int64_t context = 0;         // tokens per sequence
   int64_t blocks_per_seq = 0;  // KV blocks per sequence (block table width)

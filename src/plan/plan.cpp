@@ -148,6 +148,7 @@ void add_activations(const PlanModel& m, Plan& p) {
   ActivationShape s;
   s.n_tokens = p.step_tokens;
   s.n_rows = std::min(p.step_tokens, o.concurrency);
+  s.n_logit_rows = std::min(s.n_rows * (1 + o.draft_tokens), p.step_tokens);
   s.n_seqs = o.concurrency;
   s.context = o.context;
   s.blocks_per_seq = p.blocks_per_sequence;

@@ -32,6 +32,7 @@ struct PlanOptions {
   int64_t tp = 1;                       // tensor-parallel ranks
   int64_t block_size = kDefaultBlockSize;     // tokens per KV block
   int64_t batch_tokens = kDefaultBatchTokens;  // most tokens in one forward step
+  int64_t draft_tokens = 0;  // speculation: draft tokens per sequence and step (logits rows)
   std::optional<int64_t> budget;        // bytes of memory per rank; none = needs only
   int64_t overhead_bytes = kDefaultOverheadBytes;
 };

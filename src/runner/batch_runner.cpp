@@ -10,6 +10,11 @@ namespace {
 
 int64_t max_rows_of(const BatchRunnerConfig& c) { return std::min(c.max_rows, c.max_tokens); }
 
+// A row with a draft of k tokens reads k + 1 logits rows; all of them are tokens of the step.
+int64_t max_logit_rows_of(const BatchRunnerConfig& c) {
+  return std::min(max_rows_of(c) * (1 + c.max_draft), c.max_tokens);
+}
+
 }  // namespace
 
 plan::ActivationShape BatchRunner::activation_shape(const ModelConfig& model,
@@ -17,6 +22,7 @@ plan::ActivationShape BatchRunner::activation_shape(const ModelConfig& model,
   plan::ActivationShape s;
   s.n_tokens = c.max_tokens;
   s.n_rows = max_rows_of(c);
+  s.n_logit_rows = max_logit_rows_of(c);
   s.n_seqs = c.max_seqs;
   s.context = c.max_seq_len;
   s.blocks_per_seq = (c.max_seq_len + c.block_size - 1) / c.block_size;
@@ -71,16 +77,17 @@ BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, Kv
       kv_(std::move(kv)),
       scratch_(model.config(), config.max_tokens) {
   const auto rows = static_cast<size_t>(max_rows_of(config));
+  const auto logit_rows = static_cast<size_t>(max_logit_rows_of(config));
   const auto tokens = static_cast<size_t>(config.max_tokens);
   tokens_.resize(tokens);
   positions_.resize(tokens);
   seq_index_.resize(tokens);
   rows_.resize(rows);
-  logit_rows_.resize(rows);
+  logit_rows_.resize(logit_rows);
   row_logits_.resize(rows);
   row_last_.resize(rows);
   slot_logits_.reserve(rows);
-  logits_.resize(rows * static_cast<size_t>(n_vocab_));
+  logits_.resize(logit_rows * static_cast<size_t>(n_vocab_));
   // The ledger's buffers are plan/activations.h's terms: what was allocated must be them.
   TALLY_CHECK(bytes_allocated_at_start() == bytes_.buffers_at_start,
               "runner: allocated {} B of buffers, plan/activations.h says {} B",
@@ -136,16 +143,21 @@ Status BatchRunner::fill_batch(const SchedulerOutput& out) {
                         row.seq_id);
     }
     const SeqState& s = it->second;
-    if (row.start < 0 || row.start + row.n_tokens > static_cast<int32_t>(s.tokens.size()) ||
+    // Positions up to known_end are the sequence's own tokens; the rest is the row's draft.
+    const int32_t known_end = row.start + row.n_tokens - row.n_draft;
+    if (row.start < 0 || row.n_draft < 0 || known_end > static_cast<int32_t>(s.tokens.size()) ||
+        (row.n_draft > 0 && known_end != static_cast<int32_t>(s.tokens.size())) ||
         t + row.n_tokens > config_.max_tokens) {
       return make_error(ErrorCode::kInvalidArgument,
-                        "runner: row {} computes positions [{}, {}) of sequence {} that knows "
-                        "{} tokens",
-                        r, row.start, row.start + row.n_tokens, row.seq_id, s.tokens.size());
+                        "runner: row {} computes positions [{}, {}) ({} drafted) of sequence {} "
+                        "that knows {} tokens",
+                        r, row.start, row.start + row.n_tokens, row.n_draft, row.seq_id,
+                        s.tokens.size());
     }
     rows_[r].block_table = s.block_table;
+    const std::span<const int32_t> draft = out.draft(row);
     for (int32_t p = row.start; p < row.start + row.n_tokens; ++p, ++t) {
-      tokens_[t] = s.tokens[p];
+      tokens_[t] = p < known_end ? s.tokens[p] : draft[p - known_end];
       positions_[t] = p;
       seq_index_[t] = static_cast<int32_t>(r);
     }
@@ -153,7 +165,8 @@ Status BatchRunner::fill_batch(const SchedulerOutput& out) {
     row_logits_[r] = -1;
   }
   // Logits only for rows that are sampled, once per row however many slots read it, in the
-  // order the slots first name them.
+  // order the slots first name them; a row with a draft gets one per draft position and one
+  // for its last known token, in position order.
   int32_t n_logits = 0;
   slot_logits_.clear();
   for (const SampleSlot& slot : out.samples) {
@@ -161,8 +174,16 @@ Status BatchRunner::fill_batch(const SchedulerOutput& out) {
                 slot.row);
     int32_t& at = row_logits_[slot.row];
     if (at < 0) {
-      at = n_logits++;
-      logit_rows_[at] = row_last_[slot.row];
+      const int32_t n_draft = out.scheduled[slot.row].n_draft;
+      if (n_logits + n_draft + 1 > static_cast<int32_t>(logit_rows_.size())) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "runner: step {} needs more than the {} logits rows it holds", out.step,
+                          logit_rows_.size());
+      }
+      at = n_logits;
+      for (int32_t i = 0; i <= n_draft; ++i) {
+        logit_rows_[n_logits++] = row_last_[slot.row] - n_draft + i;
+      }
     }
     slot_logits_.push_back(at);
   }
@@ -191,10 +212,13 @@ Status BatchRunner::forward(ThreadPool& pool) {
   return model_.forward(batch_, kv_, scratch_, pool, logits_.data());
 }
 
-std::span<float> BatchRunner::slot_logits(size_t k) {
+std::span<float> BatchRunner::slot_logits(size_t k, int32_t i) {
   TALLY_CHECK(k < slot_logits_.size(), "sample slot {} of {}", k, slot_logits_.size());
+  const int32_t at = slot_logits_[k] + i;
+  TALLY_CHECK(i >= 0 && at < static_cast<int32_t>(batch_.logit_rows.size()),
+              "sample slot {} draft position {}", k, i);
   const auto n = static_cast<size_t>(n_vocab_);
-  return std::span<float>(logits_.data() + static_cast<size_t>(slot_logits_[k]) * n, n);
+  return std::span<float>(logits_.data() + static_cast<size_t>(at) * n, n);
 }
 
 std::span<const int32_t> BatchRunner::slot_history(const SchedulerOutput& out, size_t k) const {
@@ -207,10 +231,12 @@ std::span<const int32_t> BatchRunner::slot_history(const SchedulerOutput& out, s
 void BatchRunner::commit(const SchedulerOutput& out, std::span<const int32_t> sampled) {
   TALLY_CHECK(sampled.size() == out.samples.size(), "{} tokens for {} slots", sampled.size(),
               out.samples.size());
-  for (size_t k = 0; k < sampled.size(); ++k) {
-    auto it = seqs_.find(out.samples[k].seq_id);
-    if (it != seqs_.end()) it->second.tokens.push_back(sampled[k]);
-  }
+  for (size_t k = 0; k < sampled.size(); ++k) append_token(out, k, sampled[k]);
+}
+
+void BatchRunner::append_token(const SchedulerOutput& out, size_t k, int32_t token) {
+  auto it = seqs_.find(out.samples[k].seq_id);
+  if (it != seqs_.end()) it->second.tokens.push_back(token);
 }
 
 }  // namespace tally

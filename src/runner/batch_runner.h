@@ -7,9 +7,13 @@
 //   prepare(out)         freed sequences dropped, new ones taken in full, table deltas
 //                        applied, copy-on-write blocks copied, batch arrays filled
 //   forward(pool)        one Model::forward; logits only for the rows that are sampled
-//   slot_logits(k)       [n_vocab] of sample slot k (writable: the caller may mask tokens)
+//   slot_logits(k, i)    [n_vocab] of sample slot k at draft position i (0 = the last known
+//                        token's; i = 1..n_draft after each draft token); writable: the
+//                        caller may mask tokens
 //   slot_history(out,k)  the tokens the slot's row has seen (prompt + outputs), for penalties
-//   commit(out, tokens)  appends each slot's token to its sequence when it knows it
+//   append_token(out,k,t) appends t to slot k's sequence when it knows it (at once, so that
+//                        the next draft position's history holds it)
+//   commit(out, tokens)  append_token for every slot, one token each
 //
 // Memory: the KV pool, the forward scratch, the batch arrays and the logits are allocated once
 // by create(); a step allocates only when a sequence is new or its token list grows.
@@ -41,6 +45,7 @@ struct BatchRunnerConfig {
   int64_t max_rows = 64;      // sequences per step
   int64_t max_seqs = 64;      // sequences resident at once (the scheduler's max_seqs)
   int64_t max_seq_len = 512;  // tokens per sequence (the scheduler's max_model_len)
+  int64_t max_draft = 0;      // speculation: draft tokens per row (each needs a logits row)
 };
 
 // Bytes the runner allocates, without allocating (the ledger): the KV pool, and the buffers
@@ -69,12 +74,13 @@ class BatchRunner {
   // The forward pass over the prepared batch (nothing to do for an empty output).
   Status forward(ThreadPool& pool);
 
-  // [n_vocab] logits of out.samples[k] of the prepared output.
-  std::span<float> slot_logits(size_t k);
+  // [n_vocab] logits of out.samples[k] of the prepared output, at draft position i.
+  std::span<float> slot_logits(size_t k, int32_t i = 0);
   // Tokens of the sequence whose row sample slot k reads (prompt, then outputs so far).
   std::span<const int32_t> slot_history(const SchedulerOutput& out, size_t k) const;
   // Step 6: each token to its slot's sequence, when this runner knows that sequence.
   void commit(const SchedulerOutput& out, std::span<const int32_t> sampled);
+  void append_token(const SchedulerOutput& out, size_t k, int32_t token);
 
   // Forgets every sequence (after a failed step; the scheduler resends what it needs only
   // after a preemption, so a reset is only safe once every request is aborted).
@@ -84,6 +90,7 @@ class BatchRunner {
   const KvStorage& kv() const { return kv_; }
   BatchRunnerBytes bytes() const { return bytes_; }
   int64_t n_vocab() const { return n_vocab_; }
+  int64_t max_draft() const { return config_.max_draft; }
 
  private:
   struct SeqState {
@@ -110,11 +117,11 @@ class BatchRunner {
   std::vector<int32_t> positions_;    // [max_tokens]
   std::vector<int32_t> seq_index_;    // [max_tokens]
   std::vector<BatchSequence> rows_;   // [max_rows]
-  std::vector<int32_t> logit_rows_;   // [max_rows] token index per logits row
+  std::vector<int32_t> logit_rows_;   // [logit rows] token index per logits row
   std::vector<int32_t> row_logits_;   // [max_rows] logits row of each batch row, -1 if none
   std::vector<int32_t> row_last_;     // [max_rows] token index of each batch row's last
-  std::vector<int32_t> slot_logits_;  // [samples] logits row of each sample slot
-  std::vector<float> logits_;         // [max_rows][n_vocab]
+  std::vector<int32_t> slot_logits_;  // [samples] first logits row of each sample slot
+  std::vector<float> logits_;         // [logit rows][n_vocab]
   Batch batch_;
 };
 

@@ -51,6 +51,7 @@ struct Sequence {
   SeqId id = kNoSeq;                  // KV sequence id, unique for the scheduler's life
   int32_t index = 0;                  // which sample (0..n-1); -1 for a carrier
   std::vector<TokenId> output;        // sampled so far (a carrier has none)
+  std::vector<TokenId> draft;         // speculation: this step's draft (empty between steps)
   int32_t num_computed = 0;           // prompt + output tokens whose KV is stored
   FinishReason finish = FinishReason::kNone;
   // What the runner knows: whether it has this sequence's state (sent in full), and how many

@@ -26,6 +26,7 @@ Status Scheduler::validate(const SchedulerConfig& config) {
   TALLY_RETURN_IF_ERROR(positive(config.max_seqs, "max_seqs"));
   TALLY_RETURN_IF_ERROR(positive(config.max_model_len, "max_model_len"));
   TALLY_RETURN_IF_ERROR(positive(config.max_waiting, "max_waiting"));
+  TALLY_RETURN_IF_ERROR(config.spec.validate());
   if (config.aging_steps < 0) {
     return make_error(ErrorCode::kInvalidArgument, "scheduler: aging_steps is {} (must be >= 0)",
                       config.aging_steps);
@@ -205,6 +206,7 @@ void Scheduler::preempt(Request& r, SchedulerOutput& out) {
   // its head and recomputes prompt + outputs when admitted again.
   remove_running(r);
   free_request_kv(r, out.freed_seq_ids);
+  for (Sequence& s : r.samples) s.draft.clear();  // planned before it lost its blocks
   r.status = RequestStatus::kPreempted;
   ++r.n_preemptions;
   ++preemptions_total_;

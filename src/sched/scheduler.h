@@ -33,6 +33,15 @@
 // waits (one step, or until that prompt is computed) and then hits instead of computing it
 // twice.
 //
+// Speculation (spec.enabled(), continuous policy only): a sequence that would decode one
+// token instead computes its last token plus a draft of up to spec.num_speculative_tokens
+// tokens (ngram_draft.h), as one row with n_draft > 0. Drafts take only budget left over
+// after one token for every decode of the step, never more than max_tokens or the context
+// can still use, and never cost a preemption: when blocks are short they are dropped first.
+// update() gets 1..n_draft + 1 tokens for such a row (the accepted drafts, then the target's
+// own token); the rejected positions are rolled back (KvCacheManager::truncate) before any
+// block is indexed for the prefix cache.
+//
 // The static policy is the classic baseline: a batch of up to max_seqs requests is admitted
 // together only when the previous batch has completely finished, and each sample reserves
 // blocks for a whole context (max_model_len) at admission. Same output, same runner.
@@ -51,6 +60,7 @@
 
 #include "base/status.h"
 #include "kv/kv_cache_manager.h"
+#include "sched/ngram_draft.h"
 #include "sched/request.h"
 #include "sched/scheduler_output.h"
 
@@ -66,6 +76,7 @@ struct SchedulerConfig {
   int32_t max_waiting = 1024;         // queue limit: add_request() fails past it
   int32_t aging_steps = 256;          // steps of waiting worth one priority level; 0 = off
   KvCacheConfig kv;  // kv.enable_prefix_cache: see above (ignored by the static policy)
+  SpecConfig spec;   // speculative decoding: see "Speculation" above (continuous policy only)
 };
 
 inline constexpr TokenId kNoToken = -1;
@@ -132,6 +143,13 @@ class Scheduler {
   // sampled token.
   void update(const SchedulerOutput& out, std::span<const TokenId> sampled,
               std::span<const FinishReason> finishes, std::vector<SchedulerEvent>& events);
+  // The same with several tokens per slot (speculation): `n_emitted[k]` tokens of `tokens`
+  // (slot order, flat) belong to slot k; 1 for a row without a draft, 1..n_draft + 1 for a
+  // row with one (the accepted draft tokens, then one more). One event per token; the
+  // slot's finish goes with its last.
+  void update(const SchedulerOutput& out, std::span<const TokenId> tokens,
+              std::span<const int32_t> n_emitted, std::span<const FinishReason> finishes,
+              std::vector<SchedulerEvent>& events);
   std::vector<SchedulerEvent> update(const SchedulerOutput& out, std::span<const TokenId> sampled,
                                      std::span<const FinishReason> finishes);
 
@@ -173,6 +191,9 @@ class Scheduler {
   int32_t remaining(const Request& r, const Sequence& s) const;
   int32_t count_decodes(Request& r);
   void plan_request(Request& r, int32_t budget, int32_t reserved_after);
+  int32_t plan_draft(Request& r, Sequence& s, int32_t room);
+  int32_t plan_blocks_needed() const;
+  void drop_planned_drafts();
   bool schedule_running(SchedulerOutput& out, int32_t& budget);
   void admit_waiting(SchedulerOutput& out, int32_t& budget);
   // scheduler_prefix.cpp: the prefix cache's part of admission and update.
@@ -192,6 +213,7 @@ class Scheduler {
                 int32_t& budget);
   // scheduler_update.cpp: the step's results.
   void end_sample(Request& r, Sequence& s, FinishReason why);
+  void advance_rows(const SchedulerOutput& out);
   void fork_samples(Request& r);
   void retire(Request& r);
 
@@ -209,6 +231,8 @@ class Scheduler {
   std::vector<PlannedRow> plan_;      // scratch of schedule_running()
   std::vector<Request*> done_;        // scratch of update()
   std::vector<TokenId> token_scratch_;  // a sequence's tokens in one piece (prefix keys)
+  std::vector<int32_t> row_emitted_;    // [rows] scratch of update(): tokens each row's slot got
+  std::vector<int32_t> ones_;           // scratch of the one-token-per-slot update()
   PrefixMatch match_;                    // scratch of admit_waiting()
   std::vector<PrefixKey> in_flight_;     // first uncached blocks admitted this step
   bool awaiting_update_ = false;

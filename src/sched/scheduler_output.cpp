@@ -7,6 +7,7 @@ void SchedulerOutput::clear() {
   scheduled.clear();
   new_seqs.clear();
   new_block_ids.clear();
+  draft_tokens.clear();
   block_copies.clear();
   samples.clear();
   freed_seq_ids.clear();

@@ -10,7 +10,10 @@
 //   3. each scheduled row of a sequence it knows carries a block-table delta: keep the first
 //      table_keep entries, then append new_blocks(row);
 //   4. block_copies, in list order, on the KV storage, before the forward pass;
-//   5. computes every scheduled row: positions [start, start + n_tokens) of that sequence;
+//   5. computes every scheduled row: positions [start, start + n_tokens) of that sequence; a
+//      row with n_draft > 0 is a speculative verification: its last n_draft positions hold
+//      draft tokens (draft(row)) that the sequence does not know yet, and each of its last
+//      n_draft + 1 positions produces logits;
 //   6. samples one token per SampleSlot from the logits of the slot's row, appends it to the
 //      slot's sequence if it knows that sequence (a sample for a not-yet-forked sequence
 //      reaches the runner inside its NewSeq next step), and passes the tokens, in slot order,
@@ -45,6 +48,11 @@ struct ScheduledSeq {
   int32_t table_keep = 0;
   int32_t new_blocks_begin = 0;
   int32_t new_blocks_count = 0;
+  // Speculation: the last n_draft of the n_tokens positions are draft tokens, stored in
+  // draft_tokens[draft_begin, draft_begin + n_draft). The row's sample slot reads the logits
+  // of all n_draft + 1 last positions (verification, then one bonus token).
+  int32_t n_draft = 0;
+  int32_t draft_begin = 0;
 };
 
 // One token to sample from the logits of scheduled[row]. Several slots may share a row: the n
@@ -61,6 +69,7 @@ struct SchedulerOutput {
   std::vector<ScheduledSeq> scheduled;  // batch rows, in order
   std::vector<NewSeq> new_seqs;
   std::vector<BlockId> new_block_ids;   // storage for the rows' table deltas
+  std::vector<TokenId> draft_tokens;    // storage for the rows' drafts
   std::vector<BlockCopy> block_copies;
   std::vector<SampleSlot> samples;
   std::vector<SeqId> freed_seq_ids;             // since the previous step
@@ -73,6 +82,10 @@ struct SchedulerOutput {
     return std::span<const BlockId>(new_block_ids)
         .subspan(row.new_blocks_begin, row.new_blocks_count);
   }
+  std::span<const TokenId> draft(const ScheduledSeq& row) const {
+    return std::span<const TokenId>(draft_tokens).subspan(row.draft_begin, row.n_draft);
+  }
+  int32_t n_draft_tokens() const { return static_cast<int32_t>(draft_tokens.size()); }
   // Empties every list, keeping capacity (an output reused across steps does not allocate).
   void clear();
 };

@@ -31,16 +31,19 @@ int32_t Scheduler::count_decodes(Request& r) {
 void Scheduler::plan_request(Request& r, int32_t budget, int32_t reserved_after) {
   // Sequences needing one token take it while any budget is left; a chunk takes what the
   // budget holds beyond one token for every decode still to come (this request's and later
-  // ones'), so a long prefill never starves decodes.
+  // ones'), so a long prefill never starves decodes. A draft takes only what is left beyond
+  // the same promise.
   plan_.clear();
   int32_t own_decodes = count_decodes(r);
   for_each_schedulable(r, [&](Sequence& s) {
     const int32_t left = remaining(r, s);
     TALLY_DCHECK(left >= 1, "request {} sequence {} has nothing to compute", r.spec.id, s.id);
+    s.draft.clear();
     int32_t n = 0;
     if (left == 1) {
       --own_decodes;
       n = budget > 0 ? 1 : 0;
+      if (n == 1) n += plan_draft(r, s, budget - 1 - reserved_after - own_decodes);
     } else {
       n = std::clamp(budget - reserved_after - own_decodes, 0, left);
     }
@@ -49,6 +52,41 @@ void Scheduler::plan_request(Request& r, int32_t budget, int32_t reserved_after)
       budget -= n;
     }
   });
+}
+
+int32_t Scheduler::plan_draft(Request& r, Sequence& s, int32_t room) {
+  if (!config_.spec.enabled() || config_.policy != SchedulePolicy::kContinuous ||
+      &s == &r.carrier) {
+    return 0;
+  }
+  // Every draft token may be accepted and then one more token follows: the sample must still
+  // be allowed all of them (max_tokens, the context).
+  const int32_t known = r.known_tokens(s);
+  const int32_t out_room = r.spec.max_tokens - static_cast<int32_t>(s.output.size()) - 1;
+  const int32_t ctx_room = config_.max_model_len - known - 1;
+  const int32_t k =
+      std::min({config_.spec.num_speculative_tokens, room, out_room, ctx_room});
+  if (k <= 0) return 0;
+  s.draft.resize(static_cast<size_t>(k));
+  const int32_t got = ngram_draft(seq_tokens(r, s, known), config_.spec.ngram_min,
+                                  config_.spec.ngram_max, s.draft);
+  s.draft.resize(static_cast<size_t>(got));
+  return got;
+}
+
+int32_t Scheduler::plan_blocks_needed() const {
+  // Summed per sequence, a block shared by several samples counts one copy each: at most
+  // one more than needed, and worst_case_blocks() counts the same way.
+  int32_t need = 0;
+  for (const PlannedRow& p : plan_) need += kv_.blocks_needed(p.seq->id, p.n_tokens);
+  return need;
+}
+
+void Scheduler::drop_planned_drafts() {
+  for (PlannedRow& p : plan_) {
+    p.n_tokens -= static_cast<int32_t>(p.seq->draft.size());
+    p.seq->draft.clear();
+  }
 }
 
 bool Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
@@ -60,10 +98,11 @@ bool Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
     reserved -= count_decodes(r);
     plan_request(r, budget, reserved);
     if (plan_.empty()) continue;
-    // Summed per sequence, a block shared by several samples counts one copy each: at most
-    // one more than needed, and worst_case_blocks() counts the same way.
-    int32_t need = 0;
-    for (const PlannedRow& p : plan_) need += kv_.blocks_needed(p.seq->id, p.n_tokens);
+    int32_t need = plan_blocks_needed();
+    if (need > kv_.n_free_blocks()) {  // drafts never cost a preemption
+      drop_planned_drafts();
+      need = plan_blocks_needed();
+    }
     while (need > kv_.n_free_blocks() && running_.back() != &r) {
       Request& victim = *running_.back();
       reserved -= count_decodes(victim);
@@ -160,6 +199,9 @@ void Scheduler::emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t 
   row.seq_id = s.id;
   row.start = s.num_computed;
   row.n_tokens = n_tokens;
+  row.n_draft = static_cast<int32_t>(s.draft.size());
+  row.draft_begin = out.n_draft_tokens();
+  out.draft_tokens.insert(out.draft_tokens.end(), s.draft.begin(), s.draft.end());
   if (!s.runner_knows) {
     row.new_seq = static_cast<int32_t>(out.new_seqs.size());
     NewSeq& ns = out.new_seqs.emplace_back();
@@ -184,9 +226,9 @@ void Scheduler::emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t 
   out.n_tokens += n_tokens;
   budget -= n_tokens;
 
-  // A sequence samples when this step computes its last known token. The carrier's last
-  // prompt position feeds every sample that has no output yet.
-  const int32_t end = s.num_computed + n_tokens;
+  // A sequence samples when this step computes its last known token (then its draft). The
+  // carrier's last prompt position feeds every sample that has no output yet.
+  const int32_t end = s.num_computed + n_tokens - row.n_draft;
   if (&s == &r.carrier) {
     if (end != r.prompt_len()) return;
     for (Sequence& sample : r.samples) {

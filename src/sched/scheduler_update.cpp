@@ -43,31 +43,83 @@ void Scheduler::retire(Request& r) {
 void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> sampled,
                        std::span<const FinishReason> finishes,
                        std::vector<SchedulerEvent>& events) {
+  ones_.assign(sampled.size(), 1);
+  update(out, sampled, ones_, finishes, events);
+}
+
+void Scheduler::advance_rows(const SchedulerOutput& out) {
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    Request& r = *rows_[i].request;
+    if (r.abort_pending) continue;
+    Sequence& s = *rows_[i].seq;
+    const ScheduledSeq& row = out.scheduled[i];
+    int32_t computed = row.n_tokens;
+    if (row.n_draft > 0) {
+      // The last known token's position and the accepted drafts' stay; the rejected ones are
+      // rolled back before any block is indexed, so no cached block holds a rejected token.
+      const int32_t emitted = row_emitted_[i];
+      TALLY_CHECK(emitted >= 1 && emitted <= row.n_draft + 1,
+                  "row {} of sequence {} got {} tokens for a draft of {}", i, s.id, emitted,
+                  row.n_draft);
+      computed = row.n_tokens - row.n_draft + (emitted - 1);
+      if (computed < row.n_tokens) {
+        kv_.truncate(s.id, row.start + computed);
+        // Blocks past the cut went back to the pool: the runner's table is resent from here.
+        const auto table = static_cast<int32_t>(kv_.block_table(s.id).size());
+        s.table_sent = std::min(s.table_sent, table);
+      }
+    }
+    s.draft.clear();
+    s.num_computed += computed;
+    cache_computed_blocks(r, s, row.start, computed);
+  }
+}
+
+void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> tokens,
+                       std::span<const int32_t> n_emitted, std::span<const FinishReason> finishes,
+                       std::vector<SchedulerEvent>& events) {
   TALLY_CHECK(awaiting_update_ && out.step == step_,
               "update() for step {} but the scheduler is at step {}", out.step, step_);
   TALLY_CHECK(out.scheduled.size() == rows_.size(), "update() with a foreign output");
-  TALLY_CHECK(sampled.size() == out.samples.size(), "{} sampled tokens for {} sample slots",
-              sampled.size(), out.samples.size());
-  TALLY_CHECK(finishes.size() == sampled.size(), "{} finish reasons for {} sampled tokens",
-              finishes.size(), sampled.size());
+  TALLY_CHECK(n_emitted.size() == out.samples.size(), "{} token counts for {} sample slots",
+              n_emitted.size(), out.samples.size());
+  TALLY_CHECK(finishes.size() == n_emitted.size(), "{} finish reasons for {} sample slots",
+              finishes.size(), n_emitted.size());
   events.clear();
   events.swap(pending_events_);
   done_.clear();
-  // Requests aborted since schedule() keep their rows but drop the results.
-  for (size_t i = 0; i < rows_.size(); ++i) {
-    if (rows_[i].request->abort_pending) continue;
-    const ScheduledSeq& row = out.scheduled[i];
-    rows_[i].seq->num_computed += row.n_tokens;
-    cache_computed_blocks(*rows_[i].request, *rows_[i].seq, row.start, row.n_tokens);
-  }
-  for (size_t k = 0; k < sampled.size(); ++k) {
+  // Requests aborted since schedule() keep their rows but drop the results. First the tokens
+  // go to their samples (a row's accepted drafts must be known before its blocks are
+  // indexed), then the rows advance, then the samples end: a finished sample's last blocks
+  // are indexed before they are freed.
+  row_emitted_.assign(rows_.size(), 0);
+  size_t at = 0;
+  for (size_t k = 0; k < n_emitted.size(); ++k) {
     const SampleSlot& slot = out.samples[k];
+    const auto n = static_cast<size_t>(n_emitted[k]);
+    TALLY_CHECK(at + n <= tokens.size(), "slot {} has {} tokens past the {} given", k, n,
+                tokens.size());
+    const std::span<const TokenId> got = tokens.subspan(at, n);
+    at += n;
     Request& r = *rows_[slot.row].request;
     if (r.abort_pending) continue;
     Sequence& s = r.samples[slot.seq_index];
     TALLY_CHECK(s.id == slot.seq_id && s.live(), "sample slot {} for sequence {} is stale", k,
                 slot.seq_id);
-    s.output.push_back(sampled[k]);
+    TALLY_CHECK(n >= 1 && static_cast<int32_t>(n) <= out.scheduled[slot.row].n_draft + 1,
+                "sample slot {} got {} tokens", k, n);
+    s.output.insert(s.output.end(), got.begin(), got.end());
+    row_emitted_[slot.row] = static_cast<int32_t>(n);
+  }
+  advance_rows(out);
+  at = 0;
+  for (size_t k = 0; k < n_emitted.size(); ++k) {
+    const SampleSlot& slot = out.samples[k];
+    const std::span<const TokenId> got = tokens.subspan(at, static_cast<size_t>(n_emitted[k]));
+    at += got.size();
+    Request& r = *rows_[slot.row].request;
+    if (r.abort_pending) continue;
+    Sequence& s = r.samples[slot.seq_index];
     const FinishReason why = finishes[k];
     TALLY_CHECK(why != FinishReason::kNone ||
                     (static_cast<int32_t>(s.output.size()) < r.spec.max_tokens &&
@@ -75,7 +127,11 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> samp
                 "request {} sample {} is past max_tokens or the context but was not ended",
                 r.spec.id, s.index);
     if (why != FinishReason::kNone) end_sample(r, s, why);
-    events.push_back({r.spec.id, s.index, sampled[k], why, r.n_live == 0});
+    for (size_t j = 0; j < got.size(); ++j) {
+      const bool last = j + 1 == got.size();
+      events.push_back({r.spec.id, s.index, got[j], last ? why : FinishReason::kNone,
+                        last && r.n_live == 0});
+    }
   }
   for (const RowRef& row : rows_) {
     Request& r = *row.request;

@@ -68,6 +68,10 @@ std::string AccessLog::format(const ExchangeSummary& s, double unix_seconds) {
     line["prompt_tokens"] = s.log.prompt_tokens;
     line["completion_tokens"] = s.log.completion_tokens;
   }
+  if (s.log.spec_draft_tokens > 0) {
+    line["spec_draft_tokens"] = s.log.spec_draft_tokens;
+    line["spec_accepted_tokens"] = s.log.spec_accepted_tokens;
+  }
   if (!s.log.key_id.empty()) line["key"] = s.log.key_id;
   if (auto ua = s.request.header("User-Agent")) line["user_agent"] = std::string(*ua);
   if (!s.log.error.empty()) line["error"] = s.log.error;

@@ -3,7 +3,8 @@
 //    "method":"POST","path":"/v1/completions","status":200,"bytes":512,"duration_ms":41.2,
 //    "model":"stories260K","prompt_tokens":5,"completion_tokens":16,"key":"key-1a2b3c4d",
 //    "user_agent":"curl/7.88.1","client_gone":false}
-// ("model", the token counts, "key", "error" only when known). Lines are written whole
+// ("model", the token counts, "key", "error" only when known; with speculation on,
+// "spec_draft_tokens" and "spec_accepted_tokens": the request's acceptance). Lines are written whole
 // with one write() each, so they never interleave with other output.
 #pragma once
 

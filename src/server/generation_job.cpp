@@ -124,6 +124,8 @@ void GenerationJob::on_finished(Choice& choice, int32_t index, const EngineEvent
   text += choice.utf8.finish();
   choice.finish = event.finish == FinishReason::kNone ? FinishReason::kStop : event.finish;
   choice.completion_tokens = event.completion_tokens;
+  choice.spec_draft_tokens = event.spec_draft_tokens;
+  choice.spec_accepted_tokens = event.spec_accepted_tokens;
   if (!spec_.stream) {
     choice.text += text;
     return;
@@ -171,6 +173,10 @@ void GenerationJob::finish() {
   const Usage u = usage();
   exchange_->log().prompt_tokens = static_cast<int32_t>(u.prompt_tokens);
   exchange_->log().completion_tokens = static_cast<int32_t>(u.completion_tokens);
+  for (const auto& c : choices_) {
+    exchange_->log().spec_draft_tokens += c.spec_draft_tokens;
+    exchange_->log().spec_accepted_tokens += c.spec_accepted_tokens;
+  }
   ctx_.rate_limiter.settle(spec_.rate_client, spec_.reserved_tokens,
                            u.prompt_tokens + u.completion_tokens);
   if (streaming_) {

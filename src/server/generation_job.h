@@ -55,6 +55,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     size_t text_offset = 0;  // bytes already streamed
     FinishReason finish = FinishReason::kNone;
     int32_t completion_tokens = 0;
+    int32_t spec_draft_tokens = 0;  // speculation: proposed for this choice, and accepted
+    int32_t spec_accepted_tokens = 0;
   };
   struct Submission {
     RequestId id = -1;

@@ -43,6 +43,8 @@ struct ExchangeLog {
   std::string model;
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  int32_t spec_draft_tokens = 0;     // speculation: draft tokens proposed, and accepted
+  int32_t spec_accepted_tokens = 0;
   std::string error;  // the message of an error response
 };
 

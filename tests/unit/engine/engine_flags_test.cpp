@@ -100,6 +100,22 @@ TEST(EngineFlags, BadValuesNameTheFlag) {
   expect_refused({"--block-size", "0"}, "--block-size");
 }
 
+TEST(EngineFlags, SpeculativeFlagsLandInTheConfig) {
+  auto off = config_of({});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->spec.mode, tally::SpecMode::kOff);
+  auto config = config_of({"--speculative", "ngram", "--ngram-min", "2", "--ngram-max", "5",
+                           "--num-speculative-tokens", "7"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->spec.mode, tally::SpecMode::kNgram);
+  EXPECT_EQ(config->spec.ngram_min, 2);
+  EXPECT_EQ(config->spec.ngram_max, 5);
+  EXPECT_EQ(config->spec.num_speculative_tokens, 7);
+  expect_refused({"--speculative", "draft"}, "--speculative must be off, ngram or auto");
+  expect_refused({"--ngram-min", "3", "--ngram-max", "2"}, "ngram_min <= ngram_max");
+  expect_refused({"--num-speculative-tokens", "33"}, "--num-speculative-tokens");
+}
+
 TEST(EngineFlags, UnsupportedKvTypeSaysSo) {
   auto config = config_of({"--kv-type", "int8"});
   ASSERT_FALSE(config.ok());

@@ -74,6 +74,10 @@ TEST(ServerMetrics, ExposesVllmNamesTypesAndLabels) {
       {"num_preemptions_total", "counter"},
       {"prompt_tokens_total", "counter"},
       {"generation_tokens_total", "counter"},
+      {"spec_decode_num_drafts_total", "counter"},
+      {"spec_decode_num_draft_tokens_total", "counter"},
+      {"spec_decode_num_accepted_tokens_total", "counter"},
+      {"spec_decode_num_accepted_tokens_per_pos_total", "counter"},
       {"request_success_total", "counter"},
       {"request_prompt_tokens", "histogram"},
       {"request_generation_tokens", "histogram"},
@@ -221,6 +225,36 @@ TEST(ServerMetrics, SnapshotSourceFeedsGaugesAndEngineCounters) {
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(value_of(e, "tally:num_requests_running"), 0);
   EXPECT_EQ(value_of(e, "tally:prompt_tokens_total"), 100);
+}
+
+TEST(ServerMetrics, SpecDecodeCountersComeFromTheSnapshot) {
+  ServerMetrics m(options());
+  EngineMetrics snap;
+  int calls = 0;
+  m.set_snapshot_source([&] {
+    ++calls;
+    return snap;
+  });
+  Exposition e = read_exposition(m.render());
+  EXPECT_EQ(value_of(e, "tally:spec_decode_num_drafts_total"), 0);
+  EXPECT_TRUE(e.named("tally:spec_decode_num_accepted_tokens_per_pos_total").empty());
+  snap.spec_positions = 3;
+  snap.spec_decode.drafts = 10;
+  snap.spec_decode.draft_tokens = 30;
+  snap.spec_decode.accepted_tokens = 12;
+  snap.spec_decode.accepted_per_pos[0] = 7;
+  snap.spec_decode.accepted_per_pos[1] = 4;
+  snap.spec_decode.accepted_per_pos[2] = 1;
+  e = read_exposition(m.render());
+  EXPECT_EQ(value_of(e, "tally:spec_decode_num_drafts_total"), 10);
+  EXPECT_EQ(value_of(e, "tally:spec_decode_num_draft_tokens_total"), 30);
+  EXPECT_EQ(value_of(e, "tally:spec_decode_num_accepted_tokens_total"), 12);
+  const std::string per_pos = "tally:spec_decode_num_accepted_tokens_per_pos_total";
+  EXPECT_EQ(e.named(per_pos).size(), 3u);
+  EXPECT_EQ(value_of(e, per_pos, "position", "0"), 7);
+  EXPECT_EQ(value_of(e, per_pos, "position", "1"), 4);
+  EXPECT_EQ(value_of(e, per_pos, "position", "2"), 1);
+  EXPECT_EQ(calls, 2);
 }
 
 TEST(ServerMetrics, VllmPrefixRenamesEverything) {

@@ -1,0 +1,46 @@
+// Prompt-lookup ("n-gram") drafts for speculative decoding: the continuation of the longest,
+// then most recent, earlier occurrence of the sequence's last n tokens (n from ngram_max down
+// to ngram_min) in its own tokens (prompt + outputs). No weights, no state: strong wherever
+// the answer repeats its context (summaries, code edits, RAG answers, repetitive text).
+//
+// Cost: O(len * ngram_max) comparisons per call, no allocation (the draft is written into the
+// caller's buffer).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace tally {
+
+// Which draft source a sequence uses. kAuto: n-gram when it has a match, else none (the draft
+// model source does not exist yet).
+enum class SpecMode : uint8_t { kOff, kNgram, kAuto };
+
+Result<SpecMode> spec_mode_from_name(std::string_view name);
+std::string_view spec_mode_name(SpecMode mode);
+
+// Most draft tokens per sequence and step (num_speculative_tokens): fixed-size per-position
+// counters, and beyond it acceptance is rare.
+inline constexpr int32_t kMaxSpeculativeTokens = 32;
+
+struct SpecConfig {
+  SpecMode mode = SpecMode::kOff;
+  int32_t ngram_min = 1;               // shortest suffix matched
+  int32_t ngram_max = 4;               // longest suffix matched (tried first)
+  int32_t num_speculative_tokens = 4;  // most draft tokens per sequence and step
+  bool enabled() const { return mode != SpecMode::kOff && num_speculative_tokens > 0; }
+  // InvalidArgument naming the field: 1 <= ngram_min <= ngram_max, 0 <= num_speculative_tokens
+  // <= kMaxSpeculativeTokens.
+  Status validate() const;
+};
+
+// Writes the draft.size() tokens that would follow `tokens` if its last n tokens repeat an
+// earlier occurrence (the tokens after it, continued periodically past the end); returns how
+// many (0: no match, else draft.size()). Longer matches win, then later ones.
+int32_t ngram_draft(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
+                    std::span<int32_t> draft);
+
+}  // namespace tally

@@ -1,0 +1,71 @@
+#include "sched/ngram_draft.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tally {
+namespace {
+
+std::vector<int32_t> draft_of(const std::vector<int32_t>& tokens, int32_t lo, int32_t hi,
+                              size_t k) {
+  std::vector<int32_t> d(k, -1);
+  d.resize(static_cast<size_t>(ngram_draft(tokens, lo, hi, d)));
+  return d;
+}
+
+TEST(NgramDraft, ProposesTheContinuationOfTheMatch) {
+  // "1 2 3 4 5 ... 1 2" -> "3 4 5"
+  EXPECT_EQ(draft_of({1, 2, 3, 4, 5, 9, 1, 2}, 1, 3, 3), (std::vector<int32_t>{3, 4, 5}));
+}
+
+TEST(NgramDraft, LongerMatchWinsOverALaterShorterOne) {
+  // Suffix "7 8": the 2-gram occurs at 0 (-> 1), the 1-gram "8" latest at 4 (-> 2).
+  EXPECT_EQ(draft_of({7, 8, 1, 1, 8, 2, 7, 8}, 1, 2, 1), (std::vector<int32_t>{1}));
+  // With ngram_max 1 only the latest "8" counts.
+  EXPECT_EQ(draft_of({7, 8, 1, 1, 8, 2, 7, 8}, 1, 1, 1), (std::vector<int32_t>{2}));
+}
+
+TEST(NgramDraft, LaterOccurrenceWinsAtTheSameLength) {
+  EXPECT_EQ(draft_of({5, 1, 5, 2, 5}, 1, 1, 1), (std::vector<int32_t>{2}));
+}
+
+TEST(NgramDraft, ContinuesPeriodicallyPastTheLastKnownToken) {
+  // The latest match of "3 3" is at 0, followed by one known token; the copy goes on
+  // over what it proposed, so a loop is drafted to full length.
+  EXPECT_EQ(draft_of({3, 3, 3}, 2, 2, 4), (std::vector<int32_t>{3, 3, 3, 3}));
+  // "... 1 2 | 1 2": period 2.
+  EXPECT_EQ(draft_of({9, 1, 2, 1, 2}, 2, 2, 5), (std::vector<int32_t>{1, 2, 1, 2, 1}));
+  // The first proposal still comes from the known tokens.
+  EXPECT_EQ(draft_of({1, 2, 3, 4, 5, 9, 1, 2}, 1, 3, 8),
+            (std::vector<int32_t>{3, 4, 5, 9, 1, 2, 3, 4}));
+}
+
+TEST(NgramDraft, NoMatchNoDraft) {
+  EXPECT_TRUE(draft_of({1, 2, 3, 4}, 1, 3, 4).empty());
+  EXPECT_TRUE(draft_of({1}, 1, 3, 4).empty());
+  EXPECT_TRUE(draft_of({}, 1, 3, 4).empty());
+  EXPECT_TRUE(draft_of({1, 2, 1}, 2, 3, 4).empty());  // only a 1-gram would match
+  EXPECT_TRUE(draft_of({1, 2, 1}, 1, 3, 0).empty());  // no room
+}
+
+TEST(NgramDraft, ConfigAndModeNames) {
+  EXPECT_EQ(*spec_mode_from_name("ngram"), SpecMode::kNgram);
+  EXPECT_EQ(*spec_mode_from_name("auto"), SpecMode::kAuto);
+  EXPECT_EQ(*spec_mode_from_name("off"), SpecMode::kOff);
+  EXPECT_FALSE(spec_mode_from_name("draft").ok());
+  EXPECT_EQ(spec_mode_name(SpecMode::kNgram), "ngram");
+  SpecConfig c;
+  EXPECT_TRUE(c.validate().ok());
+  c.ngram_min = 3;
+  c.ngram_max = 2;
+  EXPECT_FALSE(c.validate().ok());
+  c.ngram_min = 0;
+  EXPECT_FALSE(c.validate().ok());
+  c = SpecConfig{};
+  c.num_speculative_tokens = -1;
+  EXPECT_FALSE(c.validate().ok());
+}
+
+}  // namespace
+}  // namespace tally

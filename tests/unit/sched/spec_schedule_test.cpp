@@ -1,0 +1,155 @@
+// Speculation in the scheduler: drafts ride on decode rows, rejected positions are rolled
+// back before the prefix cache indexes anything, accepted ones are kept and indexed.
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sched/scheduler.h"
+
+namespace tally {
+namespace {
+
+SchedulerConfig spec_sched_config() {
+  SchedulerConfig c;
+  c.max_batched_tokens = 64;
+  c.max_seqs = 4;
+  c.max_model_len = 64;
+  c.aging_steps = 0;
+  c.kv = KvCacheConfig{32, 4, 0.0, true};
+  c.spec.mode = SpecMode::kNgram;
+  c.spec.ngram_min = 1;
+  c.spec.ngram_max = 3;
+  c.spec.num_speculative_tokens = 3;
+  return c;
+}
+
+Scheduler make_spec_scheduler() {
+  auto s = Scheduler::create(spec_sched_config());
+  EXPECT_TRUE(s.ok()) << s.status().to_string();
+  return std::move(s).value();
+}
+
+RequestSpec spec_request(RequestId id, std::vector<TokenId> prompt) {
+  RequestSpec r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.max_tokens = 10;
+  return r;
+}
+
+void spec_update(Scheduler& s, const SchedulerOutput& out, std::vector<TokenId> tokens,
+                 FinishReason finish = FinishReason::kNone) {
+  ASSERT_EQ(out.samples.size(), 1u);
+  const std::vector<int32_t> counts = {static_cast<int32_t>(tokens.size())};
+  const std::vector<FinishReason> finishes = {finish};
+  std::vector<SchedulerEvent> events;
+  s.update(out, tokens, counts, finishes, events);
+  EXPECT_EQ(events.size(), tokens.size());
+}
+
+// Prompt "1 2 3 1 2 3 1 2" (2 full blocks of 4) then sampled "3": the next step drafts
+// "1 2 3" after "... 1 2 3", filling block 2 with "3 1 2 3". Returns how many prompt tokens
+// a later request starting with "1 2 3" x4 finds cached after the verification kept `keep`
+// tokens (1 = every draft rejected, 4 = all three accepted plus the bonus).
+int32_t cached_after_verification(int32_t keep) {
+  Scheduler s = make_spec_scheduler();
+  EXPECT_TRUE(s.add_request(spec_request(1, {1, 2, 3, 1, 2, 3, 1, 2})).ok());
+  SchedulerOutput out = s.schedule();
+  spec_update(s, out, {3});
+  out = s.schedule();
+  EXPECT_EQ(out.scheduled.size(), 1u);
+  const ScheduledSeq row = out.scheduled[0];
+  EXPECT_EQ(row.start, 8);
+  EXPECT_EQ(row.n_draft, 3);
+  EXPECT_EQ(row.n_tokens, 4);
+  EXPECT_EQ(std::vector<TokenId>(out.draft(row).begin(), out.draft(row).end()),
+            (std::vector<TokenId>{1, 2, 3}));
+  std::vector<TokenId> emitted = {1, 2, 3, 9};
+  emitted.resize(static_cast<size_t>(keep));
+  if (keep < 4) emitted.back() = 7;  // the target's token where the draft was rejected
+  spec_update(s, out, emitted);
+  const Request* r = s.find_request(1);
+  EXPECT_NE(r, nullptr);
+  if (r == nullptr) return -1;
+  // The last emitted token is known but not computed; the accepted drafts are computed.
+  EXPECT_EQ(r->samples[0].num_computed, 8 + keep);
+  EXPECT_EQ(s.kv().n_seq_tokens(), 8 + keep);
+  EXPECT_TRUE(s.kv().check_invariants().ok());
+
+  EXPECT_TRUE(s.add_request(spec_request(2, {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 5})).ok());
+  out = s.schedule();
+  const Request* second = s.find_request(2);
+  EXPECT_NE(second, nullptr);
+  return second == nullptr ? -1 : second->num_cached_tokens;
+}
+
+TEST(SpecSchedule, RejectedDraftsAreNeverIndexedByThePrefixCache) {
+  // Block 2 held "3 1 2 3" while verified; with the drafts rejected it must not be found.
+  EXPECT_EQ(cached_after_verification(1), 8);
+  EXPECT_EQ(cached_after_verification(2), 8);  // one accepted: the block is not full
+}
+
+TEST(SpecSchedule, AcceptedDraftsAreKeptAndIndexed) {
+  EXPECT_EQ(cached_after_verification(4), 12);
+}
+
+TEST(SpecSchedule, RollbackPastABlockBoundaryResendsTheTableFromThere) {
+  Scheduler s = make_spec_scheduler();
+  ASSERT_TRUE(s.add_request(spec_request(1, {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2})).ok());
+  SchedulerOutput out = s.schedule();
+  spec_update(s, out, {3});
+  out = s.schedule();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].start, 11);
+  EXPECT_EQ(out.scheduled[0].n_draft, 3);  // positions 11..14: a fourth block
+  EXPECT_EQ(s.kv().block_table(s.find_request(1)->samples[0].id).size(), 4u);
+  spec_update(s, out, {7});  // every draft rejected: back to 12 tokens, 3 blocks
+  const SeqId seq = s.find_request(1)->samples[0].id;
+  EXPECT_EQ(s.kv().block_table(seq).size(), 3u);
+  out = s.schedule();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  const ScheduledSeq& row = out.scheduled[0];
+  EXPECT_EQ(row.start, 12);
+  EXPECT_EQ(row.new_seq, -1);
+  EXPECT_EQ(row.table_keep, 3);  // the runner drops the released block
+  ASSERT_EQ(row.new_blocks_count, 1);
+  EXPECT_EQ(out.new_blocks(row)[0], s.kv().block_table(seq)[3]);
+  EXPECT_TRUE(s.kv().check_invariants().ok());
+}
+
+TEST(SpecSchedule, DraftsStayWithinMaxTokensAndTheBudget) {
+  SchedulerConfig c = spec_sched_config();
+  c.max_batched_tokens = 10;
+  auto s_or = Scheduler::create(c);
+  ASSERT_TRUE(s_or.ok());
+  Scheduler s = std::move(s_or).value();
+  RequestSpec a = spec_request(1, {4, 4, 4, 4});
+  a.max_tokens = 3;
+  ASSERT_TRUE(s.add_request(a).ok());
+  SchedulerOutput out = s.schedule();
+  spec_update(s, out, {4});
+  out = s.schedule();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  // Two more tokens allowed: one draft token and the token after it.
+  EXPECT_EQ(out.scheduled[0].n_draft, 1);
+  spec_update(s, out, {4, 4}, FinishReason::kLength);
+  EXPECT_EQ(s.find_request(1), nullptr);  // ended at max_tokens with both tokens
+  EXPECT_EQ(s.kv().n_seq_tokens(), 0);
+}
+
+TEST(SpecSchedule, OffMeansNoDrafts) {
+  SchedulerConfig c = spec_sched_config();
+  c.spec.mode = SpecMode::kOff;
+  auto s_or = Scheduler::create(c);
+  ASSERT_TRUE(s_or.ok());
+  Scheduler s = std::move(s_or).value();
+  ASSERT_TRUE(s.add_request(spec_request(1, {4, 4, 4, 4})).ok());
+  SchedulerOutput out = s.schedule();
+  spec_update(s, out, {4});
+  out = s.schedule();
+  EXPECT_EQ(out.scheduled[0].n_draft, 0);
+  EXPECT_TRUE(out.draft_tokens.empty());
+}
+
+}  // namespace
+}  // namespace tally
