@@ -92,6 +92,11 @@ class CountingBackend final : public Backend {
     ++calls["add_bias"];
     inner_.add_bias(x, bias, n_rows, n, pool);
   }
+  void add_rows_scaled(float* acc, const float* y, const int32_t* rows, const float* weights, int64_t n_rows,
+                       int64_t n, tally::ThreadPool& pool) const override {
+    ++calls["add_rows_scaled"];
+    inner_.add_rows_scaled(acc, y, rows, weights, n_rows, n, pool);
+  }
 
  private:
   const Backend& inner_;
