@@ -14,7 +14,11 @@ namespace {
 // the router logits, top-k, renormalised unless norm_topk_prob is false: Qwen2-MoE) and
 // llama.cpp's graphs for the same archs.
 constexpr std::array kArchs = {
-    ArchTraits{.name = "llama", .rope_layout = RopeLayout::kAdjacent, .qkv_bias = false, .qk_norm = false},
+    ArchTraits{.name = "llama",
+               .rope_layout = RopeLayout::kAdjacent,
+               .qkv_bias = false,
+               .qk_norm = false,
+               .moe_optional = true},
     ArchTraits{.name = "qwen2", .rope_layout = RopeLayout::kNeox, .qkv_bias = true, .qk_norm = false},
     ArchTraits{.name = "qwen3", .rope_layout = RopeLayout::kNeox, .qkv_bias = false, .qk_norm = true},
     ArchTraits{.name = "qwen2moe",

@@ -43,6 +43,7 @@ struct ArchTraits {
   // of which each token uses the expert_used_count with the highest softmax probabilities.
   // llama: only when the file declares experts (Mixtral); qwen2moe, qwen3moe: required.
   bool moe_required = false;
+  bool moe_optional = false;       // experts allowed but not required (llama: Mixtral)
   bool moe_norm_topk = true;       // the k chosen probabilities renormalised to sum to 1
                                    // (Mixtral, Qwen3-MoE; Qwen2-MoE's norm_topk_prob is false)
   bool moe_shared_expert = false;  // plus a dense shared expert scaled by sigmoid(x·gate_shexp)

@@ -101,6 +101,9 @@ Status read_moe_keys(const KeyReader& r, ModelConfig& c) {
                         r.key("expert_count"), r.arch);
     return Status::ok_status();
   }
+  if (!c.arch->moe_required && !c.arch->moe_optional)
+    return make_error(ErrorCode::kUnsupported, "model: architecture '{}' with experts ({} = {}) is not supported",
+                      r.arch, r.key("expert_count"), moe->n_expert);
   c.n_expert = moe->n_expert;
   c.n_expert_used = moe->n_expert_used;
   c.n_ff_exp = moe->n_ff_exp;

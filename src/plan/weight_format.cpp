@@ -59,6 +59,8 @@ DType weight_format_tensor_type(const WeightFormat& format, const PlanTensor& t,
   TALLY_CHECK(!format.from_file, "tensor type asked of a from-file format for {}", t.name);
   if (t.is_vector()) return DType::kF32;
   DType type = format.base;
+  // MoE routers are kept f32 when quantizing (llama.cpp's and `tally quantize`'s rule).
+  if (plan_tensor_is_router(t) && dtype_info(type).block_size > 1) return DType::kF32;
   if (format.more_bits) {
     const bool output_like =
         t.role == TensorRole::kOutput ||

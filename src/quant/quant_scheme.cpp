@@ -61,6 +61,8 @@ Result<DType> quant_scheme_tensor_type(const QuantScheme& scheme, const plan::Pl
   using plan::TensorRole;
   if (t.is_vector()) return DType::kF32;
   if (!quant_scheme_is_quantized(scheme)) return scheme.base;
+  // MoE routers stay f32, as llama.cpp's quantizer keeps them (a rounded router flips choices).
+  if (plan::plan_tensor_is_router(t)) return DType::kF32;
 
   DType type = scheme.base;
   const bool output_like = t.role == TensorRole::kOutput ||

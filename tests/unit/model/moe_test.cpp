@@ -225,6 +225,11 @@ TEST(Moe, BadFilesAreClearErrors) {
   s = qwen2moe_case().spec;
   s.skip_tensors = {"blk.0.ffn_gate_inp_shexp.weight"};
   expect_error_naming(s, "blk.0.ffn_gate_inp_shexp.weight");
+
+  // Experts in an arch whose forward pass has no MoE (here qwen3's keys and tensors).
+  s = qwen3moe_case().spec;
+  s.arch = "qwen3";
+  expect_error_naming(s, "qwen3.expert_count");
 }
 
 // The routing on its own: 3 tokens over 4 experts, top 2.
