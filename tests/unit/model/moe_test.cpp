@@ -23,6 +23,16 @@ struct MoeCase {
   RefSpec ref;
 };
 
+// The same experts in the tiny model and in the reference.
+void set_experts(MoeCase& c, int n_expert, int n_used, int n_ff_exp, int n_ff_shexp, bool norm) {
+  c.spec.n_expert = c.ref.n_expert = n_expert;
+  c.spec.n_expert_used = c.ref.n_used = n_used;
+  c.spec.n_ff_exp = n_ff_exp;
+  c.ref.n_ff_exp = n_ff_exp > 0 ? n_ff_exp : static_cast<int>(c.spec.n_ff);
+  c.spec.n_ff_shexp = c.ref.n_ff_shexp = n_ff_shexp;
+  c.ref.moe_norm = norm;
+}
+
 // qwen3moe: per-head q/k norms, no biases, 8 experts of 16, top 2 renormalised.
 MoeCase qwen3moe_case() {
   MoeCase c;
@@ -36,16 +46,10 @@ MoeCase qwen3moe_case() {
   s.n_kv_heads = 2;
   s.head_dim = 16;
   s.n_ff = 96;  // feed_forward_length: unused by an MoE layer
-  s.n_expert = 8;
-  s.n_expert_used = 2;
-  s.n_ff_exp = 16;
   s.seed = 11;
   c.ref = {48, 96, 2, 4, 2, 16, 40, 1e-6f, 1000000.0f, /*neox=*/true, /*biases=*/false, /*tied=*/false};
   c.ref.qk_norm = true;
-  c.ref.n_expert = 8;
-  c.ref.n_used = 2;
-  c.ref.n_ff_exp = 16;
-  c.ref.moe_norm = true;
+  set_experts(c, 8, 2, 16, 0, /*norm=*/true);
   return c;
 }
 
@@ -59,17 +63,9 @@ MoeCase qwen2moe_case() {
   s.eps = 1e-6f;
   s.n_embd = 32;
   s.n_ff = 40;
-  s.n_expert = 6;
-  s.n_expert_used = 4;
-  s.n_ff_exp = 12;
-  s.n_ff_shexp = 24;
   s.seed = 12;
   c.ref = {32, 40, 2, 4, 2, 8, 40, 1e-6f, 1000000.0f, /*neox=*/true, /*biases=*/true, /*tied=*/false};
-  c.ref.n_expert = 6;
-  c.ref.n_used = 4;
-  c.ref.n_ff_exp = 12;
-  c.ref.n_ff_shexp = 24;
-  c.ref.moe_norm = false;
+  set_experts(c, 6, 4, 12, 24, /*norm=*/false);
   return c;
 }
 
@@ -80,29 +76,15 @@ MoeCase mixtral_case() {
   TinySpec& s = c.spec;
   s.arch = "llama";
   s.n_ff = 24;
-  s.n_expert = 4;
-  s.n_expert_used = 2;
   s.seed = 13;
   c.ref = {32, 24, 2, 4, 2, 8, 40, 1e-5f, 10000.0f, /*neox=*/false, /*biases=*/false, /*tied=*/false};
-  c.ref.n_expert = 4;
-  c.ref.n_used = 2;
-  c.ref.n_ff_exp = 24;
-  c.ref.moe_norm = true;
+  set_experts(c, 4, 2, 0, 0, /*norm=*/true);  // no expert_feed_forward_length: n_ff wide
   return c;
 }
 
 // The largest difference between tally's logits and a reference's over the first 6 tokens.
 float max_diff_from(const tally::Model& model, const RefSpec& ref) {
-  const std::vector<int32_t> tokens(kTokens.begin(), kTokens.begin() + 6);
-  ModelRunner runner(model, 4, 1, 1, 16, 0);
-  const auto logits = runner.step({{0, 0, tokens}});
-  RefModel reference(model.gguf(), ref, 16);
-  float diff = 0.0f;
-  for (int pos = 0; pos < 6; ++pos) {
-    const auto want = reference.step(tokens[pos], pos);
-    for (int i = 0; i < ref.vocab; ++i) diff = std::max(diff, std::fabs(logits[pos * ref.vocab + i] - want[i]));
-  }
-  return diff;
+  return reference_max_diff(model, ref, {kTokens.begin(), kTokens.begin() + 6});
 }
 
 TEST(Moe, Qwen3MoeMatchesReference) {
