@@ -164,7 +164,8 @@ TEST(Moe, ReferenceWithoutEachRoutingFeatureDiffers) {
 }
 
 tally::Status load_status(const TinySpec& s) {
-  auto gguf = tally::io::GgufFile::parse(make_tiny_gguf(s));
+  const std::vector<uint8_t> bytes = make_tiny_gguf(s);  // the parsed file views them
+  auto gguf = tally::io::GgufFile::parse(bytes);
   if (!gguf.ok()) return gguf.status();
   auto model = tally::Model::from_gguf(std::move(gguf).value());
   return model.ok() ? tally::Status::ok_status() : model.status();
