@@ -91,6 +91,11 @@ class Backend {
   // x[r] += bias for every row: x [n_rows][n], bias [n].
   virtual void add_bias(float* x, const float* bias, int64_t n_rows, int64_t n,
                         ThreadPool& pool) const = 0;
+  // acc[rows[i]] += weights[i] * y[i] for i < n_rows (row i itself when rows is null): acc
+  // [*][n], y [n_rows][n]; the rows of one call are distinct (MoE: an expert's outputs added
+  // to its tokens' sums, one expert after another in a fixed order).
+  virtual void add_rows_scaled(float* acc, const float* y, const int32_t* rows, const float* weights,
+                               int64_t n_rows, int64_t n, ThreadPool& pool) const = 0;
 };
 
 // The backend models run on when none is named: the CPU backend (the only one so far).

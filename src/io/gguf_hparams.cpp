@@ -46,4 +46,22 @@ Result<GgufHparams> gguf_read_hparams(const GgufFile& f) {
   return h;
 }
 
+Result<GgufMoeHparams> gguf_read_moe_hparams(const GgufFile& f, std::string_view arch, int64_t n_ff) {
+  GgufMoeHparams m;
+  if (!f.find(gguf_arch_key(arch, "expert_count"))) return m;
+  TALLY_ASSIGN_OR_RETURN(const int64_t n_expert, f.get_int(gguf_arch_key(arch, "expert_count")));
+  if (n_expert == 0) return m;  // llama.cpp writes 0 for dense models of some archs
+  TALLY_ASSIGN_OR_RETURN(m.n_expert, check_dim(arch, "expert_count", n_expert));
+  if (!f.find(gguf_arch_key(arch, "expert_used_count")))
+    return make_error(ErrorCode::kFormat, "key '{}' is required with {} experts",
+                      gguf_arch_key(arch, "expert_used_count"), m.n_expert);
+  TALLY_ASSIGN_OR_RETURN(m.n_expert_used, gguf_arch_dim(f, arch, "expert_used_count"));
+  if (m.n_expert_used > m.n_expert)
+    return make_error(ErrorCode::kFormat, "key '{}' = {} is more than the {} experts",
+                      gguf_arch_key(arch, "expert_used_count"), m.n_expert_used, m.n_expert);
+  TALLY_ASSIGN_OR_RETURN(m.n_ff_exp, gguf_arch_dim_or(f, arch, "expert_feed_forward_length", n_ff));
+  TALLY_ASSIGN_OR_RETURN(m.n_ff_shexp, gguf_arch_dim_or(f, arch, "expert_shared_feed_forward_length", n_ff));
+  return m;
+}
+
 }  // namespace tally::io

@@ -27,6 +27,15 @@ struct GgufHparams {
   int64_t rope_dim = 0;        // <arch>.rope.dimension_count, default head_dim
 };
 
+// The mixture-of-experts keys (llama.cpp's names); n_expert == 0 for a dense model.
+struct GgufMoeHparams {
+  int64_t n_expert = 0;       // <arch>.expert_count, default 0 (dense)
+  int64_t n_expert_used = 0;  // <arch>.expert_used_count (top-k), required when n_expert > 0
+  int64_t n_ff_exp = 0;       // <arch>.expert_feed_forward_length, default feed_forward_length
+  int64_t n_ff_shexp = 0;     // <arch>.expert_shared_feed_forward_length, default
+                              // feed_forward_length (used by archs with a shared expert)
+};
+
 // "<arch>.<suffix>".
 std::string gguf_arch_key(std::string_view arch, std::string_view suffix);
 
@@ -38,6 +47,10 @@ Result<int64_t> gguf_arch_dim_or(const GgufFile& f, std::string_view arch,
 
 // Every field above; errors as gguf_arch_dim's.
 Result<GgufHparams> gguf_read_hparams(const GgufFile& f);
+
+// The MoE keys of `f` (n_ff: the file's feed_forward_length, the width defaults): kFormat when
+// expert_used_count is missing or outside [1, expert_count] for a file that has experts.
+Result<GgufMoeHparams> gguf_read_moe_hparams(const GgufFile& f, std::string_view arch, int64_t n_ff);
 
 // The fields above (arch excepted) into a struct that names them alike (ModelConfig,
 // plan::PlanModel).

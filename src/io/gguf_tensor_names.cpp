@@ -11,13 +11,15 @@ namespace tally::io {
 
 namespace {
 
-constexpr std::array<std::string_view, 21> kNames = {
+constexpr std::array<std::string_view, 29> kNames = {
     "token_embd.weight",  "output_norm.weight", "output.weight",        "rope_freqs.weight",
     "attn_norm.weight",   "attn_q.weight",      "attn_k.weight",        "attn_v.weight",
     "attn_q.bias",        "attn_k.bias",        "attn_v.bias",          "attn_q_norm.weight",
     "attn_k_norm.weight", "attn_output.weight", "post_attention_norm.weight",
     "ffn_norm.weight",    "ffn_gate.weight",    "ffn_up.weight",        "ffn_down.weight",
     "post_ffw_norm.weight", "attn_qkv.weight",
+    "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",  "ffn_down_exps.weight",
+    "ffn_gate_inp_shexp.weight", "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight",
 };
 constexpr auto kFirstPerBlock = static_cast<size_t>(GgufTensor::kAttnNorm);
 constexpr std::string_view kBlk = "blk.";

@@ -34,6 +34,15 @@ enum class GgufTensor : uint8_t {
   kFfnDown,     // ffn_down.weight
   kFfnPostNorm,   // post_ffw_norm.weight (gemma2/3: norm of the ffn output)
   kAttnQkv,       // attn_qkv.weight (phi3: q, k and v rows in one matrix)
+  // Mixture of experts (qwen2moe, qwen3moe, mixtral under llama):
+  kFfnGateInp,    // ffn_gate_inp.weight   router [n_embd, n_expert]
+  kFfnGateExps,   // ffn_gate_exps.weight  [n_embd, n_ff_exp, n_expert]
+  kFfnUpExps,     // ffn_up_exps.weight    [n_embd, n_ff_exp, n_expert]
+  kFfnDownExps,   // ffn_down_exps.weight  [n_ff_exp, n_embd, n_expert]
+  kFfnGateInpShexp,  // ffn_gate_inp_shexp.weight  shared expert's gate [n_embd] (qwen2moe)
+  kFfnGateShexp,  // ffn_gate_shexp.weight [n_embd, n_ff_shexp]
+  kFfnUpShexp,    // ffn_up_shexp.weight   [n_embd, n_ff_shexp]
+  kFfnDownShexp,  // ffn_down_shexp.weight [n_ff_shexp, n_embd]
 };
 
 // Whether `t` is one of the per-block tensors.

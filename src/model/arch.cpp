@@ -10,11 +10,29 @@ namespace {
 // 4096 and its soft-caps to 50 (attention) and 30 (final logits); gemma3's local layers use rope
 // base 10000 without scaling; both use 1/sqrt(n_embd / n_heads) as the query scale for their
 // 27B (46 and 62 layers). phi3's sliding window (Phi-3-mini: 2047) is not applied, as llama.cpp
-// does not apply it either.
+// does not apply it either. MoE routing follows Hugging Face's modeling files (softmax over
+// the router logits, top-k, renormalised unless norm_topk_prob is false: Qwen2-MoE) and
+// llama.cpp's graphs for the same archs.
 constexpr std::array kArchs = {
-    ArchTraits{.name = "llama", .rope_layout = RopeLayout::kAdjacent, .qkv_bias = false, .qk_norm = false},
+    ArchTraits{.name = "llama",
+               .rope_layout = RopeLayout::kAdjacent,
+               .qkv_bias = false,
+               .qk_norm = false,
+               .moe_optional = true},
     ArchTraits{.name = "qwen2", .rope_layout = RopeLayout::kNeox, .qkv_bias = true, .qk_norm = false},
     ArchTraits{.name = "qwen3", .rope_layout = RopeLayout::kNeox, .qkv_bias = false, .qk_norm = true},
+    ArchTraits{.name = "qwen2moe",
+               .rope_layout = RopeLayout::kNeox,
+               .qkv_bias = true,
+               .qk_norm = false,
+               .moe_required = true,
+               .moe_norm_topk = false,
+               .moe_shared_expert = true},
+    ArchTraits{.name = "qwen3moe",
+               .rope_layout = RopeLayout::kNeox,
+               .qkv_bias = false,
+               .qk_norm = true,
+               .moe_required = true},
     ArchTraits{.name = "phi3",
                .rope_layout = RopeLayout::kNeox,
                .qkv_bias = false,

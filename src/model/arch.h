@@ -39,6 +39,14 @@ struct ArchTraits {
   // llama.cpp's query scale for gemma: 1/sqrt(n_embd / n_heads) for the model with this many
   // layers (the 27B; query_pre_attn_scalar is not in the GGUF), else 1/sqrt(head_dim). 0: none.
   int64_t wide_query_scale_layers = 0;
+  // Mixture of experts: the FFN of every layer is a router over <arch>.expert_count experts,
+  // of which each token uses the expert_used_count with the highest softmax probabilities.
+  // llama: only when the file declares experts (Mixtral); qwen2moe, qwen3moe: required.
+  bool moe_required = false;
+  bool moe_optional = false;       // experts allowed but not required (llama: Mixtral)
+  bool moe_norm_topk = true;       // the k chosen probabilities renormalised to sum to 1
+                                   // (Mixtral, Qwen3-MoE; Qwen2-MoE's norm_topk_prob is false)
+  bool moe_shared_expert = false;  // plus a dense shared expert scaled by sigmoid(x·gate_shexp)
 };
 
 // The row for `name`, or nullptr when tally does not run that architecture.

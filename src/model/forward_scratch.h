@@ -7,6 +7,7 @@
 
 #include "backend/backend_types.h"
 #include "model/model_config.h"
+#include "model/moe_routing.h"
 
 namespace tally {
 
@@ -32,18 +33,26 @@ class ForwardScratch {
   float* k = nullptr;         // [T][n_kv_heads][head_dim]
   float* v = nullptr;         // [T][n_kv_heads][head_dim]
   float* att = nullptr;       // [T][n_heads][head_dim] attention output
-  float* gate = nullptr;      // [T][n_ff]
-  float* up = nullptr;        // [T][n_ff]
+  float* gate = nullptr;      // [T][ffn_hidden_width]  (n_ff, or the widest expert)
+  float* up = nullptr;        // [T][ffn_hidden_width]
   float* rope_cos = nullptr;  // [T][rope_dim]
   float* rope_sin = nullptr;  // [T][rope_dim]
   int64_t* slots = nullptr;   // [T] KV slot of each token
   BlockTableView* tables = nullptr;  // [T] block table of each sequence
+  // Mixture of experts only (null for a dense model); E = n_expert, k = n_expert_used:
+  float* moe_logits = nullptr;  // [T][E] router outputs
+  float* moe_in = nullptr;      // [T][n_embd] one expert's tokens' normed inputs, gathered
+  float* moe_out = nullptr;     // [T][n_embd] that expert's outputs
+  float* moe_acc = nullptr;     // [T][n_embd] each token's weighted sum of its experts
+  MoeRouting routing;           // chosen/weights [T][k], tokens/weights [T * k], offsets [E + 1],
+                                // cursor [E], probs [E]
 
  private:
   ModelConfig config_;
   int64_t max_tokens_;
   std::vector<float> f32_;
   std::vector<int64_t> slots_;
+  std::vector<int32_t> moe_i32_;
   std::vector<BlockTableView> tables_;
 };
 

@@ -91,6 +91,26 @@ Status read_gemma_keys(const KeyReader& r, ModelConfig& c) {
   return Status::ok_status();
 }
 
+// The expert counts and widths (io/gguf_hparams.h) where the file declares experts.
+Status read_moe_keys(const KeyReader& r, ModelConfig& c) {
+  auto moe = io::gguf_read_moe_hparams(r.gguf, r.arch, c.n_ff);
+  if (!moe.ok()) return moe.status().with_context("model");
+  if (moe->n_expert == 0) {
+    if (c.arch->moe_required)
+      return make_error(ErrorCode::kNotFound, "model: key '{}' not found (architecture '{}' is a mixture of experts)",
+                        r.key("expert_count"), r.arch);
+    return Status::ok_status();
+  }
+  if (!c.arch->moe_required && !c.arch->moe_optional)
+    return make_error(ErrorCode::kUnsupported, "model: architecture '{}' with experts ({} = {}) is not supported",
+                      r.arch, r.key("expert_count"), moe->n_expert);
+  c.n_expert = moe->n_expert;
+  c.n_expert_used = moe->n_expert_used;
+  c.n_ff_exp = moe->n_ff_exp;
+  c.n_ff_shexp = c.arch->moe_shared_expert ? moe->n_ff_shexp : 0;
+  return Status::ok_status();
+}
+
 Status check_consistency(const ModelConfig& c) {
   if (c.n_heads % c.n_kv_heads != 0)
     return make_error(ErrorCode::kFormat, "model: head_count {} is not a multiple of head_count_kv {}",
@@ -127,6 +147,7 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
   TALLY_ASSIGN_OR_RETURN(c.norm_eps, r.positive_float_or("attention.layer_norm_rms_epsilon", 0.0));
   TALLY_RETURN_IF_ERROR(read_rope_scaling(r, c));
   TALLY_RETURN_IF_ERROR(read_gemma_keys(r, c));
+  TALLY_RETURN_IF_ERROR(read_moe_keys(r, c));
   TALLY_RETURN_IF_ERROR(check_consistency(c));
 
   using io::GgufTensor;

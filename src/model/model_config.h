@@ -2,6 +2,7 @@
 // (`<arch>.embedding_length`, ...) and the shape of the token embedding.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -42,9 +43,17 @@ struct ModelConfig {
   float attn_softcap = 0.0f;         // <arch>.attn_logit_softcapping
   float final_softcap = 0.0f;        // <arch>.final_logit_softcapping
   float attn_score_divisor = 0.0f;   // sqrt(query_pre_attn_scalar); 0: sqrt(head_dim)
+  // Mixture of experts (n_expert == 0: a dense FFN of width n_ff):
+  int64_t n_expert = 0;        // <arch>.expert_count
+  int64_t n_expert_used = 0;   // <arch>.expert_used_count: experts per token (top-k)
+  int64_t n_ff_exp = 0;        // each expert's hidden width
+  int64_t n_ff_shexp = 0;      // the shared expert's hidden width (0: none)
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  bool is_moe() const { return n_expert > 0; }
+  // Width of the FFN hidden buffers: the dense FFN, or the widest expert.
+  int64_t ffn_hidden_width() const { return is_moe() ? std::max(n_ff_exp, n_ff_shexp) : n_ff; }
   // Whether layer l attends over the sliding window only.
   bool is_local_layer(int64_t l) const {
     const int64_t period = arch->swa_period;

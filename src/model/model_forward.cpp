@@ -1,10 +1,12 @@
 // Model::forward: the per-layer op sequence of model.h over the ragged batch, one backend call
 // per op.
+#include <algorithm>
 #include <cmath>
 #include <span>
 
 #include "backend/backend.h"
 #include "model/model.h"
+#include "model/moe_routing.h"
 
 namespace tally {
 
@@ -22,7 +24,10 @@ class ForwardStep {
     embed();
     for (int64_t l = 0; l < c_.n_layers; ++l) {
       attention_block(l);
-      ffn_block(l);
+      if (c_.is_moe())
+        moe_block(l);
+      else
+        ffn_block(l);
     }
     output(logits);
   }
@@ -129,6 +134,49 @@ class ForwardStep {
       be_.silu_mul(s_.gate, s_.up, n_, c_.n_ff, pool_);
     be_.matmul(lw.w_down, s_.gate, n_, s_.xn, pool_);
     add_block_output(lw.ffn_post_norm);
+  }
+
+  // The mixture-of-experts FFN: route every token, then run each chosen expert once over all
+  // of its tokens (gathered rows), adding its outputs, times the tokens' weights, to their
+  // sums. Experts go in index order, so each token's sum is added up in its experts' order
+  // whatever else shares the step. A shared expert (qwen2moe) comes last, scaled by
+  // sigmoid(xn · gate_inp_shexp).
+  void moe_block(int64_t l) {
+    const LayerWeights& lw = w_.layers[l];
+    be_.rmsnorm(s_.x, lw.ffn_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
+    be_.matmul(lw.router, s_.xn, n_, s_.moe_logits, pool_);
+    const MoeRoutingShape shape{n_, c_.n_expert, c_.n_expert_used, c_.arch->moe_norm_topk};
+    moe_route(s_.moe_logits, shape, s_.routing);
+    std::fill(s_.moe_acc, s_.moe_acc + n_ * c_.n_embd, 0.0f);
+    const int64_t row_bytes = c_.n_embd * static_cast<int64_t>(sizeof(float));
+    const WeightMatrix xn_rows{DType::kF32, c_.n_embd, n_, reinterpret_cast<const uint8_t*>(s_.xn), row_bytes};
+    for (int64_t e = 0; e < c_.n_expert; ++e) {
+      const int32_t begin = s_.routing.expert_begin[e];
+      const int64_t count = s_.routing.expert_begin[e + 1] - begin;
+      if (count == 0) continue;
+      const int32_t* tokens = s_.routing.tokens + begin;
+      be_.get_rows(xn_rows, tokens, count, s_.moe_in, pool_);
+      run_swiglu(lw.exp_gate[e], lw.exp_up[e], lw.exp_down[e], s_.moe_in, count, nullptr);
+      be_.add_rows_scaled(s_.moe_acc, s_.moe_out, tokens, s_.routing.weights + begin, count, c_.n_embd, pool_);
+    }
+    if (c_.n_ff_shexp > 0) {
+      float* gate_logit = s_.moe_logits;  // [n_tokens][1]: the router logits are spent
+      run_swiglu(lw.w_gate, lw.w_up, lw.w_down, s_.xn, n_, &lw.shexp_gate_inp, gate_logit);
+      float* gate_weight = s_.routing.weights;  // [n_tokens]: the dispatch weights are spent
+      for (int64_t t = 0; t < n_; ++t) gate_weight[t] = 1.0f / (1.0f + std::exp(-gate_logit[t]));
+      be_.add_rows_scaled(s_.moe_acc, s_.moe_out, nullptr, gate_weight, n_, c_.n_embd, pool_);
+    }
+    be_.add(s_.x, s_.moe_acc, n_ * c_.n_embd, pool_);
+  }
+
+  // moe_out = down(silu(in · gate) * (in · up)) for n rows; with `extra`, extra_out = in · extra
+  // in the same pass over the input (the shared expert's gate).
+  void run_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* in,
+                  int64_t n, const WeightMatrix* extra, float* extra_out = nullptr) {
+    const MatmulOutput outs[] = {{&gate, s_.gate}, {&up, s_.up}, {extra, extra_out}};
+    be_.matmul_shared_input(std::span(outs, extra ? 3 : 2), in, n, pool_);
+    be_.silu_mul(s_.gate, s_.up, n, gate.n_out, pool_);
+    be_.matmul(down, s_.gate, n, s_.moe_out, pool_);
   }
 
   // Final norm and output matrix for the requested rows only, gathered into xn.

@@ -56,6 +56,55 @@ class Binder {
     int64_t n_out = 0;
     for (int64_t r : rows) n_out += r;
     TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in, n_out}));
+    return row_blocks(*t, n_in, std::vector<int64_t>(rows), repack);
+  }
+
+  // The n_expert matrices of a 3-D expert tensor ([n_in, n_out, n_expert]: expert e's rows
+  // follow expert e - 1's), one view (or repacked copy) each.
+  Result<std::vector<WeightMatrix>> expert_matrices(const std::string& name, int64_t n_in, int64_t n_out,
+                                                    int64_t n_expert) {
+    TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in, n_out, n_expert}));
+    return row_blocks(*t, n_in, std::vector<int64_t>(static_cast<size_t>(n_expert), n_out), true);
+  }
+
+  // A 1-D tensor [n_in] as a matrix of one row (qwen2moe's shared-expert gate).
+  Result<WeightMatrix> row_matrix(const std::string& name, int64_t n_in) {
+    TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n_in}));
+    TALLY_ASSIGN_OR_RETURN(std::vector<WeightMatrix> parts, row_blocks(*t, n_in, {1}, /*repack=*/false));
+    return parts[0];
+  }
+
+  // An f32 vector of n values: a view when stored as aligned f32, else converted.
+  Result<std::span<const float>> vector(const std::string& name, int64_t n) {
+    TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n}));
+    if (t->type != DType::kF32 && t->type != DType::kF16 && t->type != DType::kBF16)
+      return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, expected f32, f16 or bf16", name,
+                        dtype_name(t->type));
+    if (t->n_bytes < static_cast<uint64_t>(dtype_row_bytes(t->type, n)))
+      return make_error(ErrorCode::kFormat, "model: tensor '{}' does not fit its {} bytes", name, t->n_bytes);
+    if (t->type == DType::kF32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
+      w_.mapped_bytes += n * 4;
+      fault_in(t->data, static_cast<size_t>(n * 4));
+      return std::span<const float>(reinterpret_cast<const float*>(t->data), n);
+    }
+    std::vector<float>& out = w_.owned.emplace_back(n);
+    if (t->type == DType::kF32)
+      std::memcpy(out.data(), t->data, n * sizeof(float));
+    else
+      dequantize_row(t->type, t->data, out.data(), n);
+    w_.owned_bytes += n * 4;
+    return std::span<const float>(out);
+  }
+
+ private:
+  // Consecutive blocks of `rows` rows of t (n_in values each), as views into the mapping or,
+  // when the backend prepares the type, as repacked copies.
+  Result<std::vector<WeightMatrix>> row_blocks(const io::GgufTensorInfo& tensor, int64_t n_in,
+                                               const std::vector<int64_t>& rows, bool repack) {
+    const io::GgufTensorInfo* t = &tensor;
+    const std::string_view name = t->name;
+    int64_t n_out = 0;
+    for (int64_t r : rows) n_out += r;
     if (!dtype_info(t->type).computable || !dtype_has_row_conversion(t->type))
       return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, which tally cannot compute with",
                         name, dtype_name(t->type));
@@ -85,33 +134,28 @@ class Binder {
     return views;
   }
 
-  // An f32 vector of n values: a view when stored as aligned f32, else converted.
-  Result<std::span<const float>> vector(const std::string& name, int64_t n) {
-    TALLY_ASSIGN_OR_RETURN(const io::GgufTensorInfo* t, find(name, {n}));
-    if (t->type != DType::kF32 && t->type != DType::kF16 && t->type != DType::kBF16)
-      return make_error(ErrorCode::kUnsupported, "model: tensor '{}' has type {}, expected f32, f16 or bf16", name,
-                        dtype_name(t->type));
-    if (t->n_bytes < static_cast<uint64_t>(dtype_row_bytes(t->type, n)))
-      return make_error(ErrorCode::kFormat, "model: tensor '{}' does not fit its {} bytes", name, t->n_bytes);
-    if (t->type == DType::kF32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
-      w_.mapped_bytes += n * 4;
-      fault_in(t->data, static_cast<size_t>(n * 4));
-      return std::span<const float>(reinterpret_cast<const float*>(t->data), n);
-    }
-    std::vector<float>& out = w_.owned.emplace_back(n);
-    if (t->type == DType::kF32)
-      std::memcpy(out.data(), t->data, n * sizeof(float));
-    else
-      dequantize_row(t->type, t->data, out.data(), n);
-    w_.owned_bytes += n * 4;
-    return std::span<const float>(out);
-  }
-
- private:
   const io::GgufFile& gguf_;
   ModelWeights& w_;
   const Backend& backend_;
 };
+
+// The router and the experts of layer i (3-D tensors, one matrix per expert), and the shared
+// expert where the arch has one (bound as the layer's dense gate/up/down).
+Status bind_experts(Binder& b, const ModelConfig& c, int64_t i, LayerWeights& l) {
+  using io::GgufTensor;
+  const auto name = [i](GgufTensor t) { return io::gguf_tensor_name(t, i); };
+  TALLY_ASSIGN_OR_RETURN(l.router, b.matrix(name(GgufTensor::kFfnGateInp), c.n_embd, c.n_expert, /*repack=*/false));
+  TALLY_ASSIGN_OR_RETURN(l.exp_gate, b.expert_matrices(name(GgufTensor::kFfnGateExps), c.n_embd, c.n_ff_exp, c.n_expert));
+  TALLY_ASSIGN_OR_RETURN(l.exp_up, b.expert_matrices(name(GgufTensor::kFfnUpExps), c.n_embd, c.n_ff_exp, c.n_expert));
+  TALLY_ASSIGN_OR_RETURN(l.exp_down, b.expert_matrices(name(GgufTensor::kFfnDownExps), c.n_ff_exp, c.n_embd, c.n_expert));
+  if (c.n_ff_shexp > 0) {
+    TALLY_ASSIGN_OR_RETURN(l.shexp_gate_inp, b.row_matrix(name(GgufTensor::kFfnGateInpShexp), c.n_embd));
+    TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(GgufTensor::kFfnGateShexp), c.n_embd, c.n_ff_shexp));
+    TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name(GgufTensor::kFfnUpShexp), c.n_embd, c.n_ff_shexp));
+    TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name(GgufTensor::kFfnDownShexp), c.n_ff_shexp, c.n_embd));
+  }
+  return Status::ok_status();
+}
 
 Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
   using io::GgufTensor;
@@ -140,7 +184,9 @@ Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
   }
   TALLY_ASSIGN_OR_RETURN(l.wo, b.matrix(name(GgufTensor::kAttnOut), c.q_dim(), c.n_embd));
   TALLY_ASSIGN_OR_RETURN(l.ffn_norm, b.vector(name(GgufTensor::kFfnNorm), c.n_embd));
-  if (c.arch->fused_projections) {
+  if (c.is_moe()) {
+    TALLY_RETURN_IF_ERROR(bind_experts(b, c, i, l));
+  } else if (c.arch->fused_projections) {
     TALLY_ASSIGN_OR_RETURN(auto gate_up, b.matrix_parts(name(GgufTensor::kFfnUp), c.n_embd, {c.n_ff, c.n_ff}));
     l.w_gate = gate_up[0];
     l.w_up = gate_up[1];
@@ -148,7 +194,9 @@ Result<LayerWeights> bind_layer(Binder& b, const ModelConfig& c, int64_t i) {
     TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(GgufTensor::kFfnGate), c.n_embd, c.n_ff));
     TALLY_ASSIGN_OR_RETURN(l.w_up, b.matrix(name(GgufTensor::kFfnUp), c.n_embd, c.n_ff));
   }
-  TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name(GgufTensor::kFfnDown), c.n_ff, c.n_embd));
+  if (!c.is_moe()) {
+    TALLY_ASSIGN_OR_RETURN(l.w_down, b.matrix(name(GgufTensor::kFfnDown), c.n_ff, c.n_embd));
+  }
   if (c.arch->post_norms) {
     TALLY_ASSIGN_OR_RETURN(l.attn_post_norm, b.vector(name(GgufTensor::kAttnPostNorm), c.n_embd));
     TALLY_ASSIGN_OR_RETURN(l.ffn_post_norm, b.vector(name(GgufTensor::kFfnPostNorm), c.n_embd));

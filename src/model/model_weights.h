@@ -35,9 +35,15 @@ struct LayerWeights {
   WeightMatrix wo;                   // [n_embd][q_dim]
   std::span<const float> attn_post_norm;  // [n_embd]; empty unless the arch has post norms
   std::span<const float> ffn_norm;   // [n_embd]
-  WeightMatrix w_gate;               // [n_ff][n_embd]
-  WeightMatrix w_up;                 // [n_ff][n_embd]
+  WeightMatrix w_gate;               // [n_ff][n_embd]  (MoE: the shared expert's, n_ff_shexp
+  WeightMatrix w_up;                 // [n_ff][n_embd]   rows; unset without one)
   WeightMatrix w_down;               // [n_embd][n_ff]
+  // Mixture of experts (empty for a dense FFN):
+  WeightMatrix router;               // [n_expert][n_embd] ffn_gate_inp
+  std::vector<WeightMatrix> exp_gate;  // n_expert of [n_ff_exp][n_embd]
+  std::vector<WeightMatrix> exp_up;    // n_expert of [n_ff_exp][n_embd]
+  std::vector<WeightMatrix> exp_down;  // n_expert of [n_embd][n_ff_exp]
+  WeightMatrix shexp_gate_inp;       // [1][n_embd]: the shared expert's sigmoid gate (qwen2moe)
   std::span<const float> ffn_post_norm;  // [n_embd]; empty unless the arch has post norms
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -193,12 +194,28 @@ Status validate_model_bench_options(const ModelBenchOptions& o, const ModelConfi
 
 ModelCost model_cost(const Model& model, DType kv_type) {
   const ModelWeights& w = model.weights();
+  const ModelConfig& config = model.config();
   ModelCost c;
   std::map<DType, int64_t> bytes;
   std::map<DType, double> flops;
   for (const cpu::WeightMatrix* m : layer_matrices(w)) {
+    if (m->data == nullptr) continue;  // an MoE layer without a shared expert has no dense ffn
     bytes[m->type] += matrix_bytes(*m);
     flops[m->type] += matrix_flops(*m);
+  }
+  // MoE: the routers always; a token computes n_expert_used experts, and a step reads each
+  // expert its tokens chose once (expert_bytes: one expert of every layer).
+  c.n_expert = config.n_expert;
+  c.n_expert_used = config.n_expert_used;
+  for (const LayerWeights& l : w.layers) {
+    if (l.exp_gate.empty()) continue;
+    bytes[l.router.type] += matrix_bytes(l.router);
+    flops[l.router.type] += matrix_flops(l.router);
+    if (l.shexp_gate_inp.data) flops[l.shexp_gate_inp.type] += matrix_flops(l.shexp_gate_inp);
+    for (const cpu::WeightMatrix* m : {&l.exp_gate[0], &l.exp_up[0], &l.exp_down[0]}) {
+      c.expert_bytes += matrix_bytes(*m);
+      flops[m->type] += static_cast<double>(config.n_expert_used) * matrix_flops(*m);
+    }
   }
   bytes[w.output.type] += matrix_bytes(w.output);
   for (const auto& [type, b] : bytes) {
@@ -218,9 +235,17 @@ ModelCost model_cost(const Model& model, DType kv_type) {
   return c;
 }
 
+double moe_expected_active_experts(const ModelCost& c, int64_t batch) {
+  if (c.n_expert == 0) return 0;
+  if (batch == 1) return static_cast<double>(c.n_expert_used);
+  const double e = static_cast<double>(c.n_expert);
+  return e * (1.0 - std::pow(1.0 - static_cast<double>(c.n_expert_used) / e, static_cast<double>(batch)));
+}
+
 double decode_bytes_per_step(const ModelCost& c, int64_t batch, int64_t kv_len) {
   const double b = static_cast<double>(batch);
   return static_cast<double>(c.weight_bytes) +
+         moe_expected_active_experts(c, batch) * static_cast<double>(c.expert_bytes) +
          b * static_cast<double>(kv_len + 1) * static_cast<double>(c.kv_bytes_per_token) +
          b * static_cast<double>(c.embd_row_bytes);
 }

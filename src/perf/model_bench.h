@@ -10,7 +10,8 @@
 //               reads them at the same speed as real values.
 //
 // Ceilings (each an upper bound: what is not counted only slows the real thing down):
-//   decode      memory: bandwidth / bytes read per step (every weight matrix once, the KV of
+//   decode      memory: bandwidth / bytes read per step (every weight matrix once: for MoE the
+//               dense parts and only the experts the step's tokens use, the KV of
 //               B x (kv_len + 1) positions, B embedding rows): B x bandwidth / bytes, with
 //               a read-bandwidth pass just before each timed step (paired with it);
 //               compute: the matmul kernel's peak rate per weight type (perf/kernel_peak.h)
@@ -69,6 +70,7 @@ Status validate_model_bench_options(const ModelBenchOptions& options, const Mode
 // What the model's shapes cost, without timing anything.
 struct ModelCost {
   int64_t weight_bytes = 0;                                     // layer matrices + output matrix
+                                                                // (MoE: the dense parts + routers)
   std::vector<std::pair<DType, int64_t>> weight_bytes_by_type;  // of weight_bytes
   int64_t embd_row_bytes = 0;                                   // one token_embd row
   int64_t kv_bytes_per_token = 0;                               // all layers, K and V
@@ -76,10 +78,20 @@ struct ModelCost {
   double layer_flops = 0;                                       // per token, sum of the above
   DType output_type = DType::kF32;
   double output_flops = 0;  // per logit row
+  // Mixture of experts (0 for a dense model): bytes of one expert in every layer (gate, up,
+  // down), and the expert counts; layer_flops counts n_expert_used experts per token.
+  int64_t expert_bytes = 0;
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
 };
 ModelCost model_cost(const Model& model, DType kv_type);
 
-// Bytes decode reads per step: B sequences at kv_len positions.
+// Distinct experts per layer that a decode step of B tokens reads: k at B = 1, and
+// E (1 - (1 - k/E)^B) beyond, the expectation when tokens pick experts uniformly (real
+// routers are skewed, reading fewer); 0 for a dense model.
+double moe_expected_active_experts(const ModelCost& cost, int64_t batch);
+// Bytes decode reads per step: B sequences at kv_len positions (MoE: the dense parts and the
+// expected active experts of moe_expected_active_experts).
 double decode_bytes_per_step(const ModelCost& cost, int64_t batch, int64_t kv_len);
 // Upper bounds on tokens/s from each type's peak GFLOP/s: prefill of a P-token prompt
 // (logits for its last token), and decode (logits for every token). Types without a peak

@@ -18,7 +18,8 @@ double batch1_tok_s(const ModelBenchResult& r) {
 
 std::string weights_line(const ModelCost& c) {
   std::string s =
-      fmt::format("weights read per step {:.1f} MiB (", static_cast<double>(c.weight_bytes) / kMiB);
+      fmt::format("{}weights read per step {:.1f} MiB (", c.n_expert > 0 ? "dense " : "",
+                  static_cast<double>(c.weight_bytes) / kMiB);
   for (size_t i = 0; i < c.weight_bytes_by_type.size(); ++i) {
     const auto& [type, bytes] = c.weight_bytes_by_type[i];
     s += fmt::format("{}{} {:.1f}", i ? ", " : "", dtype_name(type),
@@ -71,6 +72,10 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
   std::string out = fmt::format("tally bench: {} ({}, {} layers, n_embd {})\n", label.model,
                                 label.arch, label.n_layers, label.n_embd);
   out += fmt::format("  {}\n", weights_line(r.cost));
+  if (r.cost.n_expert > 0)
+    out += fmt::format("  mixture of experts: {} experts of {:.1f} MiB (all layers), {} per token; decode reads "
+                       "the dense weights and only the experts its tokens choose\n",
+                       r.cost.n_expert, static_cast<double>(r.cost.expert_bytes) / (1 << 20), r.cost.n_expert_used);
   out += fmt::format(
       "  {} threads, matmul path {}, KV {}, decode at {} positions, prefill chunks of {}\n",
       r.n_threads, r.matmul_path, dtype_name(o.kv_type), o.kv_len, o.ubatch);
@@ -134,7 +139,10 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
                {"weight_bytes_by_type", by_type},
                {"kv_bytes_per_token", r.cost.kv_bytes_per_token},
                {"layer_flops_per_token", r.cost.layer_flops},
-               {"output_flops_per_row", r.cost.output_flops}};
+               {"output_flops_per_row", r.cost.output_flops},
+               {"expert_bytes", r.cost.expert_bytes},
+               {"n_expert", r.cost.n_expert},
+               {"n_expert_used", r.cost.n_expert_used}};
   j["bandwidth_gbs"] = {{"read", stats_json(r.bandwidth.read_gbs)},
                         {"triad", stats_json(r.bandwidth.triad_gbs)},
                         {"read_bytes", r.bandwidth.read_bytes},

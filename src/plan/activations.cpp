@@ -49,6 +49,19 @@ std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
   add_mat(t, "ffn up", n, s.n_ff, kF32, "f32");
   add_mat(t, "rope cos", n, s.rope_dim, kF32, "f32");
   add_mat(t, "rope sin", n, s.rope_dim, kF32, "f32");
+  if (s.n_expert > 0) {  // model/forward_scratch.h's MoE buffers
+    const int64_t e = s.n_expert, k = s.n_expert_used;
+    add_mat(t, "moe router logits", n, e, kF32, "f32");
+    add_mat(t, "moe expert input", n, s.n_embd, kF32, "f32");
+    add_mat(t, "moe expert output", n, s.n_embd, kF32, "f32");
+    add_mat(t, "moe sum", n, s.n_embd, kF32, "f32");
+    add_mat(t, "moe chosen weights", n, k, kF32, "f32");
+    add_mat(t, "moe dispatch weights", n, k, kF32, "f32");
+    add_vec(t, "moe probabilities", e, kF32, "f32");
+    add_mat(t, "moe chosen experts", n, k, kI32, "i32");
+    add_mat(t, "moe dispatch tokens", n, k, kI32, "i32");
+    add_vec(t, "moe expert offsets, cursors", 2 * e + 1, kI32, "i32");
+  }
   add_vec(t, "kv slots", n, kI64, "i64");
   add_vec(t, "block table views", n, kSpanBytes, "span");
   add_mat(t, "logits", lr, s.n_vocab, kF32, "f32");

@@ -23,8 +23,10 @@ struct ActivationShape {
   int64_t n_kv_heads = 0;      // KV heads on this rank
   int64_t head_dim = 0;
   int64_t rope_dim = 0;        // rotated dims per head
-  int64_t n_ff = 0;            // ffn width on this rank
+  int64_t n_ff = 0;            // ffn hidden width on this rank (MoE: the widest expert)
   int64_t n_vocab = 0;
+  int64_t n_expert = 0;        // mixture of experts: experts per layer (0: dense)
+  int64_t n_expert_used = 0;   // experts per token
 };
 
 struct ActivationTerm {

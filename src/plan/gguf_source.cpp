@@ -33,6 +33,15 @@ TensorRole role_of(io::GgufTensor tensor) {
     case GgufTensor::kFfnDown: return TensorRole::kFfnDown;
     case GgufTensor::kRopeFreqs:
     case GgufTensor::kAttnQkv: return TensorRole::kOther;  // phi3's fused q/k/v: not split yet
+    // Experts split like a dense ffn (each expert's rows over the ranks); routers whole.
+    case GgufTensor::kFfnGateExps:
+    case GgufTensor::kFfnGateShexp: return TensorRole::kFfnGate;
+    case GgufTensor::kFfnUpExps:
+    case GgufTensor::kFfnUpShexp: return TensorRole::kFfnUp;
+    case GgufTensor::kFfnDownExps:
+    case GgufTensor::kFfnDownShexp: return TensorRole::kFfnDown;
+    case GgufTensor::kFfnGateInp:
+    case GgufTensor::kFfnGateInpShexp: return TensorRole::kOther;
   }
   return TensorRole::kOther;
 }
@@ -55,6 +64,11 @@ Status read_hparams(const io::GgufFile& f, PlanModel& m) {
   if (!h.ok()) return h.status().with_context(f.name());
   m.architecture = h->arch;
   io::gguf_hparams_copy(*h, m);
+  auto moe = io::gguf_read_moe_hparams(f, h->arch, h->n_ff);
+  if (!moe.ok()) return moe.status().with_context(f.name());
+  m.n_expert = moe->n_expert;
+  m.n_expert_used = moe->n_expert_used;
+  m.n_ff_exp = moe->n_ff_exp;
   // The vocabulary: the tokenizer's token list, else the embedding's rows.
   if (const io::GgufValue* tokens = f.find("tokenizer.ggml.tokens");
       tokens != nullptr && tokens->type == io::GgufType::kArray) {
@@ -93,6 +107,8 @@ Result<PlanModel> plan_model_from_gguf(const io::GgufFile& f) {
     if (t.role == TensorRole::kBiasQ) m.qkv_bias = true;
     if (gguf_name_is_tensor(t.name, io::GgufTensor::kAttnQNorm)) m.qk_norm = true;
     if (gguf_name_is_tensor(t.name, io::GgufTensor::kAttnPostNorm)) m.post_norms = true;
+    if (gguf_name_is_tensor(t.name, io::GgufTensor::kFfnGateShexp)) m.n_ff_shexp = t.n_rows;
+    if (info.dims.size() == 3) t.n_experts = info.dims[2];
     m.tensors.push_back(std::move(t));
   }
   if (m.tensors.empty())

@@ -126,6 +126,9 @@ LlamaTensorType llama_quant_tensor_type(const LlamaFileType& ft, const PlanTenso
   // llama-quantize applies the two overrides by name after the mix (--pure too).
   if (o.token_embd_type && t.role == TensorRole::kTokenEmbd) type = *o.token_embd_type;
   if (o.output_type && t.role == TensorRole::kOutput) type = *o.output_type;
+  // MoE routers are never quantized, as in llama.cpp's quantizer (a rounded router flips
+  // expert choices).
+  if (plan_tensor_is_router(t) && dtype_info(type).block_size > 1) type = DType::kF32;
   r.wanted = type;
   const std::optional<DType> stored = llama_quant_block_fallback(type, t.n_cols);
   r.refused = !stored.has_value();

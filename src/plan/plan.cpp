@@ -157,8 +157,10 @@ void add_activations(const PlanModel& m, Plan& p) {
   s.n_kv_heads = p.kv_heads_per_rank;
   s.head_dim = m.head_dim;
   s.rope_dim = m.rope_dim > 0 ? m.rope_dim : m.head_dim;
-  s.n_ff = p.ff_per_rank;
+  s.n_ff = m.n_expert > 0 ? m.ffn_hidden_width() / p.options.tp : p.ff_per_rank;
   s.n_vocab = m.n_vocab;
+  s.n_expert = m.n_expert;
+  s.n_expert_used = m.n_expert_used;
   p.activation_terms = activation_terms(s);
   p.activation_bytes = activation_bytes(p.activation_terms);
 }

@@ -1,5 +1,6 @@
 #include "plan/plan_model.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include "io/gguf_tensor_names.h"
@@ -45,6 +46,11 @@ int64_t PlanModel::file_weight_bytes() const {
   return n;
 }
 
+bool plan_tensor_is_router(const PlanTensor& t) {
+  const std::optional<io::GgufTensorId> id = io::gguf_tensor_parse(t.name);
+  return id && id->tensor == io::GgufTensor::kFfnGateInp;
+}
+
 Status plan_model_validate(const PlanModel& m) {
   const std::pair<const char*, int64_t> fields[] = {
       {"n_layers", m.n_layers}, {"n_embd", m.n_embd},     {"n_heads", m.n_heads},
@@ -74,6 +80,12 @@ Status plan_model_validate(const PlanModel& m) {
   if (m.n_heads * m.head_dim > (int64_t{1} << 22))
     return make_error(ErrorCode::kOutOfRange, "model '{}': n_heads * head_dim is {} (limit {})",
                       m.name, m.n_heads * m.head_dim, int64_t{1} << 22);
+  if (m.n_expert > 0 && (m.n_expert_used < 1 || m.n_expert_used > m.n_expert || m.n_ff_exp < 1 ||
+                         m.n_ff_shexp < 0 || m.n_expert > (int64_t{1} << 12) || m.n_ff_exp > (int64_t{1} << 22) ||
+                         m.n_ff_shexp > (int64_t{1} << 22)))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "model '{}': {} experts, {} used, {} wide, shared {} (need 1 <= used <= experts)", m.name,
+                      m.n_expert, m.n_expert_used, m.n_ff_exp, m.n_ff_shexp);
   if (m.rope_dim < 0 || m.rope_dim > m.head_dim)
     return make_error(ErrorCode::kInvalidArgument, "model '{}': rope_dim {} is not in [0, {}]",
                       m.name, m.rope_dim, m.head_dim);
@@ -87,14 +99,31 @@ Status plan_model_validate(const PlanModel& m) {
 namespace {
 
 void add(std::vector<PlanTensor>& out, std::string name, TensorRole role, int layer,
-         int64_t n_cols, int64_t n_rows) {
+         int64_t n_cols, int64_t n_rows, int64_t n_experts = 0) {
   PlanTensor t;
   t.name = std::move(name);
   t.role = role;
   t.layer = layer;
   t.n_cols = n_cols;
-  t.n_rows = n_rows;
+  t.n_rows = n_rows * std::max<int64_t>(n_experts, 1);
+  t.n_experts = n_experts;
   out.push_back(std::move(t));
+}
+
+// Block i's ffn of a mixture of experts: router, experts, shared expert (llama.cpp's names).
+void add_moe_ffn(std::vector<PlanTensor>& out, const PlanModel& m, int i) {
+  using io::GgufTensor;
+  auto blk = [i](io::GgufTensor t) { return io::gguf_tensor_name(t, i); };
+  const int64_t e = m.n_expert;
+  add(out, blk(GgufTensor::kFfnGateInp), TensorRole::kOther, i, m.n_embd, e);
+  add(out, blk(GgufTensor::kFfnGateExps), TensorRole::kFfnGate, i, m.n_embd, m.n_ff_exp, e);
+  add(out, blk(GgufTensor::kFfnUpExps), TensorRole::kFfnUp, i, m.n_embd, m.n_ff_exp, e);
+  add(out, blk(GgufTensor::kFfnDownExps), TensorRole::kFfnDown, i, m.n_ff_exp, m.n_embd, e);
+  if (m.n_ff_shexp == 0) return;
+  add(out, blk(GgufTensor::kFfnGateInpShexp), TensorRole::kOther, i, m.n_embd, 1);
+  add(out, blk(GgufTensor::kFfnGateShexp), TensorRole::kFfnGate, i, m.n_embd, m.n_ff_shexp);
+  add(out, blk(GgufTensor::kFfnUpShexp), TensorRole::kFfnUp, i, m.n_embd, m.n_ff_shexp);
+  add(out, blk(GgufTensor::kFfnDownShexp), TensorRole::kFfnDown, i, m.n_ff_shexp, m.n_embd);
 }
 
 }  // namespace
@@ -124,9 +153,13 @@ std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& m) {
     add(out, blk(GgufTensor::kAttnOut), TensorRole::kAttnOut, i, q_dim, m.n_embd);
     if (m.post_norms) add(out, blk(GgufTensor::kAttnPostNorm), TensorRole::kNorm, i, m.n_embd, 1);
     add(out, blk(GgufTensor::kFfnNorm), TensorRole::kNorm, i, m.n_embd, 1);
-    add(out, blk(GgufTensor::kFfnGate), TensorRole::kFfnGate, i, m.n_embd, m.n_ff);
-    add(out, blk(GgufTensor::kFfnUp), TensorRole::kFfnUp, i, m.n_embd, m.n_ff);
-    add(out, blk(GgufTensor::kFfnDown), TensorRole::kFfnDown, i, m.n_ff, m.n_embd);
+    if (m.n_expert > 0) {
+      add_moe_ffn(out, m, i);
+    } else {
+      add(out, blk(GgufTensor::kFfnGate), TensorRole::kFfnGate, i, m.n_embd, m.n_ff);
+      add(out, blk(GgufTensor::kFfnUp), TensorRole::kFfnUp, i, m.n_embd, m.n_ff);
+      add(out, blk(GgufTensor::kFfnDown), TensorRole::kFfnDown, i, m.n_ff, m.n_embd);
+    }
     if (m.post_norms) add(out, blk(GgufTensor::kFfnPostNorm), TensorRole::kNorm, i, m.n_embd, 1);
   }
   add(out, io::gguf_tensor_name(GgufTensor::kOutputNorm), TensorRole::kNorm, -1, m.n_embd, 1);

@@ -3,6 +3,7 @@
 // or a GGUF file (gguf_source.h); `tally plan` never loads weights, only these shapes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,8 @@ struct PlanTensor {
   int64_t n_rows = 1;
   std::optional<DType> file_type;  // the type stored in a GGUF file
   int64_t file_bytes = 0;          // its real size in that file (0 when not from a file)
+  // An expert tensor (3-D in GGUF: [n_cols, n_rows / n_experts, n_experts]); 0 for 1-D/2-D.
+  int64_t n_experts = 0;
 
   int64_t n_elements() const { return n_cols * n_rows; }
   bool is_vector() const { return n_rows == 1; }
@@ -65,21 +68,33 @@ struct PlanModel {
   bool qkv_bias = false;                // Qwen2-style biases on q, k, v
   bool qk_norm = false;                 // Qwen3-style per-head RMSNorm weights of q and k
   bool post_norms = false;              // Gemma-style norms of the attention and ffn outputs
+  // Mixture of experts (n_expert == 0: dense): experts per layer, per token, their width and
+  // the shared expert's (0: none). The ffn of each layer is then the router and the experts.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;
+  int64_t n_ff_shexp = 0;
   std::optional<DType> native_type;     // torch_dtype of a config.json, when given
   std::vector<PlanTensor> tensors;      // every weight
 
   int64_t n_params() const;
+  // Width of the step's ffn hidden buffers: n_ff, or for MoE the widest expert.
+  int64_t ffn_hidden_width() const { return n_expert > 0 ? std::max(n_ff_exp, n_ff_shexp) : n_ff; }
   // True when every tensor carries its size in a file (a GGUF source).
   bool has_file_bytes() const;
   // Sum of the tensors' sizes in the file (0 unless has_file_bytes()).
   int64_t file_weight_bytes() const;
 };
 
+// Whether t is an MoE router (blk.N.ffn_gate_inp.weight).
+bool plan_tensor_is_router(const PlanTensor& t);
+
 // Checks the hyper-parameters (all positive, heads divisible by kv heads).
 Status plan_model_validate(const PlanModel& model);
 
 // The tensors of a llama-style decoder (llama, mistral, qwen2, qwen3) from the hyper-parameters:
-// per block attn_norm, q, k, v, (q/k/v biases), (q/k norms), o, (post-attention norm), ffn_norm, gate, up, down; plus
+// per block attn_norm, q, k, v, (q/k/v biases), (q/k norms), o, (post-attention norm), ffn_norm, gate, up, down
+// (MoE: router, the 3-D gate/up/down experts, the shared expert and its gate); plus
 // token_embd, output_norm and output (unless tied).
 std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& model);
 

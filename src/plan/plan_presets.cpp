@@ -20,6 +20,7 @@ struct Preset {
   DType native;
   bool qk_norm = false;
   bool post_norms = false;
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // mixture of experts
 };
 
 // From each model's published config (HF config.json unless noted): num_hidden_layers,
@@ -35,6 +36,12 @@ struct Preset {
 // - gemma-3-4b: google/gemma-3-4b-it's text_config (the language model only; head_dim 256,
 //   q/k norms and post norms, tied; 1024-token sliding window on 5 of 6 layers, whose KV
 //   blocks tally still keeps for the whole context).
+// - qwen3-30b-a3b: Qwen/Qwen3-30B-A3B (48 layers, 128 experts of moe_intermediate_size 768,
+//   8 per token, norm_topk_prob; head_dim 128, q/k norms; intermediate_size 6144 unused).
+// - mixtral-8x7b: mistralai/Mixtral-8x7B-v0.1 (llama arch in GGUF, 8 experts of 14336, 2 per
+//   token, 32768 positions, rope_theta 1e6).
+// - moe-mini: not a published model: a small Mixtral-like shape (8 experts of 2816, top 2,
+//   12 layers of 1024) whose synthetic file fits a small machine, for `tally bench`.
 // - stories110M: llama2.c's TinyStories model (dim 768, 12 layers, 12 heads, hidden_dim
 //   2048, seq_len 1024, classifier shared with the embedding, fp32 checkpoint).
 constexpr std::array kPresets = {
@@ -64,6 +71,12 @@ constexpr std::array kPresets = {
            DType::kF32},
     Preset{"mistral-7b", "llama", 32, 4096, 32, 8, 128, 14336, 32000, 32768, false, false,
            DType::kBF16},
+    Preset{"qwen3-30b-a3b", "qwen3moe", 48, 2048, 32, 4, 128, 6144, 151936, 40960, false, false,
+           DType::kBF16, /*qk_norm=*/true, /*post_norms=*/false, 128, 8, 768},
+    Preset{"mixtral-8x7b", "llama", 32, 4096, 32, 8, 128, 14336, 32000, 32768, false, false,
+           DType::kBF16, false, false, 8, 2, 14336},
+    Preset{"moe-mini", "llama", 12, 1024, 16, 4, 64, 2816, 32000, 4096, false, false,
+           DType::kBF16, false, false, 8, 2, 2816},
 };
 
 }  // namespace
@@ -93,6 +106,9 @@ Result<PlanModel> plan_preset(std::string_view name) {
     m.qkv_bias = p.qkv_bias;
     m.qk_norm = p.qk_norm;
     m.post_norms = p.post_norms;
+    m.n_expert = p.n_expert;
+    m.n_expert_used = p.n_expert_used;
+    m.n_ff_exp = p.n_ff_exp;
     m.native_type = p.native;
     return plan_model_finish(std::move(m));
   }

@@ -50,6 +50,9 @@ void model_section(std::string& out, const Plan& p) {
       m.n_layers, m.n_embd, m.n_heads, m.n_kv_heads, m.head_dim, m.n_ff, m.n_vocab,
       m.context_length, m.tied_embeddings ? ", tied embeddings" : "",
       m.qkv_bias ? ", qkv bias" : "");
+  if (m.n_expert > 0)
+    out += fmt::format("experts     {} per layer of ffn {}, {} per token{}\n", m.n_expert, m.n_ff_exp, m.n_expert_used,
+                       m.n_ff_shexp > 0 ? fmt::format(", shared expert of {}", m.n_ff_shexp) : "");
   out += fmt::format("parameters  {} ({})\n", billions(p.n_params), grouped(p.n_params));
   std::string types;
   for (const auto& w : p.weight_types)
@@ -137,7 +140,9 @@ nlohmann::json plan_json(const Plan& p) {
                 {"n_kv_heads", m.n_kv_heads}, {"head_dim", m.head_dim},
                 {"n_ff", m.n_ff},         {"n_vocab", m.n_vocab},
                 {"context_length", m.context_length}, {"tied_embeddings", m.tied_embeddings},
-                {"qkv_bias", m.qkv_bias}, {"n_params", p.n_params}};
+                {"qkv_bias", m.qkv_bias}, {"n_params", p.n_params},
+                {"n_expert", m.n_expert}, {"n_expert_used", m.n_expert_used},
+                {"n_ff_exp", m.n_ff_exp}, {"n_ff_shexp", m.n_ff_shexp}};
   j["options"] = {{"weights", o.weights->name},   {"kv_type", dtype_name(o.kv_type)},
                   {"context", o.context},         {"concurrency", o.concurrency},
                   {"tp", o.tp},                   {"block_size", o.block_size},

@@ -31,8 +31,10 @@ plan::ActivationShape BatchRunner::activation_shape(const ModelConfig& model,
   s.n_kv_heads = model.n_kv_heads;
   s.head_dim = model.head_dim;
   s.rope_dim = model.rope_dim;
-  s.n_ff = model.n_ff;
+  s.n_ff = model.ffn_hidden_width();
   s.n_vocab = model.n_vocab;
+  s.n_expert = model.n_expert;
+  s.n_expert_used = model.n_expert_used;
   return s;
 }
 

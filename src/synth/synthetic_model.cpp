@@ -48,6 +48,12 @@ void set_model_metadata(const SyntheticModelSpec& spec, const quant::QuantScheme
     w.set_u32(key("attention.value_length"), u32(m.head_dim));
   }
   if (spec.sliding_window > 0) w.set_u32(key("attention.sliding_window"), u32(spec.sliding_window));
+  if (m.n_expert > 0) {
+    w.set_u32(key("expert_count"), u32(m.n_expert));
+    w.set_u32(key("expert_used_count"), u32(m.n_expert_used));
+    if (m.n_ff_exp != m.n_ff) w.set_u32(key("expert_feed_forward_length"), u32(m.n_ff_exp));
+    if (m.n_ff_shexp > 0) w.set_u32(key("expert_shared_feed_forward_length"), u32(m.n_ff_shexp));
+  }
   if (spec.rope_linear_factor > 0.0f) {
     w.set_string(key("rope.scaling.type"), "linear");
     w.set_f32(key("rope.scaling.factor"), spec.rope_linear_factor);
@@ -68,11 +74,12 @@ int64_t n_elements(const std::vector<int64_t>& dims) {
 Status check_spec(const SyntheticModelSpec& spec) {
   const plan::PlanModel& m = spec.shape;
   // The architectures whose tensors plan_model_shape_tensors lists (model/arch.h runs them).
-  constexpr std::string_view kArchs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3"};
+  constexpr std::string_view kArchs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen2moe", "qwen3moe"};
   if (std::find(std::begin(kArchs), std::end(kArchs), m.architecture) == std::end(kArchs)) {
     return make_error(ErrorCode::kUnsupported,
-                      "synthetic model '{}': architecture '{}' (llama, qwen2, qwen3, gemma2 or gemma3)", m.name,
-                      m.architecture);
+                      "synthetic model '{}': architecture '{}' (llama, qwen2, qwen3, gemma2, gemma3, qwen2moe or "
+                      "qwen3moe)",
+                      m.name, m.architecture);
   }
   TALLY_RETURN_IF_ERROR(plan::plan_model_validate(m));
   if (m.tensors.empty()) {
@@ -142,7 +149,10 @@ Result<std::vector<SyntheticTensor>> synthetic_tensors(const SyntheticModelSpec&
   for (const plan::PlanTensor& t : spec.shape.tensors) {
     SyntheticTensor s;
     s.shape = t;
-    s.dims = t.is_vector() ? std::vector<int64_t>{t.n_cols} : std::vector<int64_t>{t.n_cols, t.n_rows};
+    if (t.n_experts > 0)
+      s.dims = {t.n_cols, t.n_rows / t.n_experts, t.n_experts};
+    else
+      s.dims = t.is_vector() ? std::vector<int64_t>{t.n_cols} : std::vector<int64_t>{t.n_cols, t.n_rows};
     TALLY_ASSIGN_OR_RETURN(s.type, quant::quant_scheme_tensor_type(scheme, t, spec.shape));
     out.push_back(std::move(s));
   }

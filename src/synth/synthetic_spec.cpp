@@ -36,6 +36,9 @@ constexpr HyperRow kHyper[] = {
     {"gemma-3-4b", 1000000.0f, 1e-6f, false, true, 1024, 8.0f},
     {"stories110M", 10000.0f, 1e-5f, false, false},
     {"mistral-7b", 10000.0f, 1e-5f, false, false},
+    {"qwen3-30b-a3b", 1000000.0f, 1e-6f, false, true},
+    {"mixtral-8x7b", 1000000.0f, 1e-5f, false, false},
+    {"moe-mini", 1000000.0f, 1e-5f, false, false},
 };
 
 }  // namespace

@@ -98,6 +98,10 @@ class CpuBackend final : public Backend {
                 ThreadPool& pool) const override {
     cpu::add_bias(x, bias, n_rows, n, pool);
   }
+  void add_rows_scaled(float* acc, const float* y, const int32_t* rows, const float* weights, int64_t n_rows,
+                       int64_t n, ThreadPool& pool) const override {
+    cpu::add_rows_scaled(acc, y, rows, weights, n_rows, n, pool);
+  }
 };
 
 }  // namespace

@@ -123,4 +123,17 @@ void add_bias(float* x, const float* bias, int64_t n_rows, int64_t n, ThreadPool
   });
 }
 
+void add_rows_scaled(float* acc, const float* y, const int32_t* rows, const float* weights, int64_t n_rows,
+                     int64_t n, ThreadPool& pool) {
+  if (n_rows == 0) return;
+  pool.parallel_for(n_rows, 8, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* out = acc + (rows ? rows[i] : i) * n;
+      const float* in = y + i * n;
+      const float w = weights[i];
+      for (int64_t j = 0; j < n; ++j) out[j] += w * in[j];
+    }
+  });
+}
+
 }  // namespace tally::cpu

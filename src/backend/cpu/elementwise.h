@@ -42,6 +42,11 @@ void add_row(IsaLevel isa, float* x, const float* y, int64_t n);
 void add(float* x, const float* y, int64_t n, ThreadPool& pool);
 // x[r] += bias for every row: x: [n_rows][n], bias: [n].
 void add_bias(float* x, const float* bias, int64_t n_rows, int64_t n, ThreadPool& pool);
+// acc[rows[i]] += weights[i] * y[i] (row i when rows is null), rows distinct: acc [*][n],
+// y [n_rows][n]. One path for every ISA (this file is built for the baseline, so a product then
+// an add, never fused), so the bits do not depend on the machine; MoE's per-token sums use it.
+void add_rows_scaled(float* acc, const float* y, const int32_t* rows, const float* weights, int64_t n_rows,
+                     int64_t n, ThreadPool& pool);
 
 namespace detail {
 void silu_mul_row_avx2(float* gate, const float* up, int64_t n);

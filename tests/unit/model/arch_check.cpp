@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -46,6 +47,20 @@ void expect_matches_reference(const tally::Model& model, const RefSpec& ref, con
       ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << "pos " << pos << " logit " << i;
     EXPECT_EQ(argmax(got, vocab), argmax(want.data(), vocab)) << "pos " << pos;
   }
+}
+
+float reference_max_diff(const tally::Model& model, const RefSpec& ref, const std::vector<int32_t>& tokens) {
+  const int n = static_cast<int>(tokens.size());
+  const int64_t vocab = model.config().n_vocab;
+  ModelRunner runner(model, 4, 1, 1, n, 0);
+  const auto logits = runner.step({{0, 0, tokens}});
+  RefModel reference(model.gguf(), ref, n);
+  float diff = 0.0f;
+  for (int pos = 0; pos < n; ++pos) {
+    const auto want = reference.step(tokens[pos], pos);
+    for (int64_t i = 0; i < vocab; ++i) diff = std::max(diff, std::fabs(logits[pos * vocab + i] - want[i]));
+  }
+  return diff;
 }
 
 void expect_batch_and_thread_invariant(const tally::Model& model, const std::vector<int32_t>& tokens) {

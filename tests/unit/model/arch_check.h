@@ -24,6 +24,10 @@ LoadedTinyModel load_tiny_model(const TinySpec& spec);
 // 1e-4 relative (plus 1e-4 absolute near zero) and the same top-1 at every position.
 void expect_matches_reference(const tally::Model& model, const RefSpec& ref, const std::vector<int32_t>& tokens);
 
+// Largest |logit difference| between `model` prefilling `tokens` and the reference stepping
+// them (the tests that drop one feature from the reference to show it matters).
+float reference_max_diff(const tally::Model& model, const RefSpec& ref, const std::vector<int32_t>& tokens);
+
 // The logits of `tokens` prefilled alone on one thread are the same bits as: token-by-token
 // decode, a chunked prefill, and the sequence mixed into ragged batches with two others on
 // 3 threads over shuffled blocks.

@@ -92,6 +92,11 @@ class CountingBackend final : public Backend {
     ++calls["add_bias"];
     inner_.add_bias(x, bias, n_rows, n, pool);
   }
+  void add_rows_scaled(float* acc, const float* y, const int32_t* rows, const float* weights, int64_t n_rows,
+                       int64_t n, tally::ThreadPool& pool) const override {
+    ++calls["add_rows_scaled"];
+    inner_.add_rows_scaled(acc, y, rows, weights, n_rows, n, pool);
+  }
 
  private:
   const Backend& inner_;
@@ -141,6 +146,40 @@ TEST(BackendInterface, ForwardCallsEachOpOncePerLayerAndKeepsTheBits) {
       {"add", 2 * L},               // two residual adds
   };
   EXPECT_EQ(counting.calls, expected);
+}
+
+// MoE: each expert runs once per step over all the tokens that chose it, and experts no token
+// chose are not touched: one decode token runs exactly k experts per layer; 24 tokens (48
+// choices per layer) run at most the 8 experts per layer, not one expert call per choice.
+TEST(BackendInterface, MoeRunsEachActiveExpertOncePerStep) {
+  TinySpec spec;
+  spec.arch = "qwen3moe";
+  spec.qk_norm = true;
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 16;
+  const int L = 2;
+  const auto bytes = make_tiny_gguf(spec);
+  CountingBackend counting(tally::default_backend());
+  const auto model = load(bytes, counting);
+  ASSERT_TRUE(model);
+  ModelRunner runner(*model, 4, 2, 2, 32, 5);
+  counting.calls.clear();
+  runner.step({{0, 0, {7}}});
+  // Per layer: q/k/v once, then each expert's gate/up; its down matmul beside wo, the router.
+  EXPECT_EQ(counting.calls["matmul_shared_input"], L * (1 + 2));
+  EXPECT_EQ(counting.calls["add_rows_scaled"], L * 2);
+  EXPECT_EQ(counting.calls["matmul"], L * (1 + 1 + 2) + 1);  // wo, router, 2 downs; output
+
+  counting.calls.clear();
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 24; ++i) tokens.push_back((i * 7) % 40);
+  runner.step({{1, 0, tokens}});
+  const int expert_runs = counting.calls["add_rows_scaled"];
+  EXPECT_GE(expert_runs, L * 2);
+  EXPECT_LE(expert_runs, L * 8);
+  EXPECT_EQ(counting.calls["matmul_shared_input"], L + expert_runs);
+  EXPECT_EQ(counting.calls["get_rows"], 2 + expert_runs);  // embedding, logit rows, gathers
 }
 
 }  // namespace

@@ -88,16 +88,7 @@ const std::vector<int32_t> kTokens = {3, 17, 39, 0, 22, 22, 8, 31, 5, 12, 19, 2,
 
 // Largest |logit difference| between the model and the reference over the first 12 positions.
 float max_diff_from(const tally::Model& model, const RefSpec& ref) {
-  const std::vector<int32_t> tokens(kTokens.begin(), kTokens.begin() + 12);
-  ModelRunner runner(model, 4, 1, 1, 16, 0);
-  const auto logits = runner.step({{0, 0, tokens}});
-  RefModel reference(model.gguf(), ref, 16);
-  float diff = 0.0f;
-  for (int pos = 0; pos < 12; ++pos) {
-    const auto want = reference.step(tokens[pos], pos);
-    for (int i = 0; i < 40; ++i) diff = std::max(diff, std::fabs(logits[pos * 40 + i] - want[i]));
-  }
-  return diff;
+  return reference_max_diff(model, ref, {kTokens.begin(), kTokens.begin() + 12});
 }
 
 TEST(Gemma2, ConfigReadsWindowSoftcapsAndLayerKinds) {

@@ -144,10 +144,59 @@ void RefModel::attention_block(int l, int pos, std::vector<float>& x) {
   for (int i = 0; i < dim; ++i) x[i] += o[i];
 }
 
+std::vector<double> RefModel::swiglu(const std::vector<float>& gate, const std::vector<float>& up,
+                                     const std::vector<float>& down, const std::vector<float>& xb,
+                                     int hidden) const {
+  const auto g = matvec(gate, xb, hidden), u = matvec(up, xb, hidden);
+  std::vector<float> h(hidden);
+  for (int i = 0; i < hidden; ++i) h[i] = static_cast<float>(g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i]);
+  const auto d = matvec(down, h, s_.dim);
+  return {d.begin(), d.end()};
+}
+
+// Hugging Face's Qwen2MoeSparseMoeBlock / MixtralSparseMoeBlock, one token at a time.
+std::vector<double> RefModel::moe_ffn(int l, const std::vector<float>& xb) const {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const int dim = s_.dim, hidden = s_.n_ff_exp;
+  const auto logits = matvec(tensor(p + "ffn_gate_inp.weight"), xb, s_.n_expert);
+  double max_logit = logits[0], sum = 0.0;
+  for (float v : logits) max_logit = std::max(max_logit, static_cast<double>(v));
+  std::vector<double> probs(s_.n_expert);
+  for (int e = 0; e < s_.n_expert; ++e) sum += (probs[e] = std::exp(logits[e] - max_logit));
+  for (double& v : probs) v /= sum;
+  std::vector<int> order(s_.n_expert);
+  for (int e = 0; e < s_.n_expert; ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[a] > probs[b]; });
+  double chosen_sum = 0.0;
+  for (int j = 0; j < s_.n_used; ++j) chosen_sum += probs[order[j]];
+  std::vector<double> out(dim, 0.0);
+  for (int j = 0; j < s_.n_used; ++j) {
+    const int e = order[j];
+    const double weight = s_.moe_norm ? probs[e] / chosen_sum : probs[e];
+    const auto y = swiglu(rows(p + "ffn_gate_exps.weight", e * hidden, hidden, dim),
+                          rows(p + "ffn_up_exps.weight", e * hidden, hidden, dim),
+                          rows(p + "ffn_down_exps.weight", e * dim, dim, hidden), xb, hidden);
+    for (int i = 0; i < dim; ++i) out[i] += weight * y[i];
+  }
+  if (s_.n_ff_shexp > 0) {
+    const auto gate_logit = matvec(tensor(p + "ffn_gate_inp_shexp.weight"), xb, 1)[0];
+    const double gate = 1.0 / (1.0 + std::exp(-static_cast<double>(gate_logit)));
+    const auto y = swiglu(tensor(p + "ffn_gate_shexp.weight"), tensor(p + "ffn_up_shexp.weight"),
+                          tensor(p + "ffn_down_shexp.weight"), xb, s_.n_ff_shexp);
+    for (int i = 0; i < dim; ++i) out[i] += gate * y[i];
+  }
+  return out;
+}
+
 void RefModel::ffn_block(int l, std::vector<float>& x) const {
   const std::string p = "blk." + std::to_string(l) + ".";
   std::vector<float> xb;
   rmsnorm(xb, x, tensor(p + "ffn_norm.weight"), s_.eps);
+  if (s_.n_expert > 0) {
+    const auto moe = moe_ffn(l, xb);
+    for (int i = 0; i < s_.dim; ++i) x[i] = static_cast<float>(x[i] + moe[i]);
+    return;
+  }
   const std::string up = p + "ffn_up.weight";
   auto h1 = matvec(s_.fused ? rows(up, 0, s_.hidden, s_.dim) : tensor(p + "ffn_gate.weight"), xb, s_.hidden);
   const auto h3 = matvec(s_.fused ? rows(up, s_.hidden, s_.hidden, s_.dim) : tensor(up), xb, s_.hidden);

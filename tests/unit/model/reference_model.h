@@ -30,6 +30,11 @@ struct RefSpec {
   double score_divisor = 0;  // 0: sqrt(head_size)
   double attn_softcap = 0;   // scores -> cap * tanh(score / cap)
   double final_softcap = 0;  // logits -> cap * tanh(logit / cap)
+  // Mixture of experts (n_expert > 0): softmax over ffn_gate_inp's logits, the top n_used
+  // (renormalised when moe_norm), each an FFN of width n_ff_exp from the 3-D *_exps tensors;
+  // plus, with n_ff_shexp > 0, the shared expert times sigmoid(ffn_gate_inp_shexp · x).
+  int n_expert = 0, n_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
+  bool moe_norm = false;
 };
 
 class RefModel {
@@ -47,6 +52,10 @@ class RefModel {
   bool local_layer(int layer) const;
   void attention_block(int layer, int pos, std::vector<float>& x);
   void ffn_block(int layer, std::vector<float>& x) const;
+  // silu(gate · xb) * (up · xb) through down: gate, up [hidden][dim], down [dim][hidden].
+  std::vector<double> swiglu(const std::vector<float>& gate, const std::vector<float>& up,
+                             const std::vector<float>& down, const std::vector<float>& xb, int hidden) const;
+  std::vector<double> moe_ffn(int layer, const std::vector<float>& xb) const;
   void attend(int layer, int pos, const std::vector<float>& q, std::vector<float>& out) const;
 
   const tally::io::GgufFile& gguf_;

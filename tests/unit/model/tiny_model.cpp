@@ -38,6 +38,10 @@ class Builder {
   void matrix(const std::string& name, int64_t n_in, int64_t n_out) {
     tensor(name, s_.matrix_type, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
   }
+  // n_expert matrices [n_out][n_in] one after another: ggml dims [n_in, n_out, n_expert].
+  void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert) {
+    tensor(name, s_.matrix_type, {n_in, n_out, n_expert}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
+  }
   tally::io::GgufWriter& writer() { return w_; }
 
  private:
@@ -45,6 +49,21 @@ class Builder {
   std::mt19937 rng_;
   tally::io::GgufWriter w_;
 };
+
+// The router, the experts and the shared expert of one block (prefix p = "blk.N.").
+void add_moe_ffn(Builder& b, const TinySpec& s, const std::string& p) {
+  const int64_t n_ff_exp = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
+  b.matrix(p + "ffn_gate_inp.weight", s.n_embd, s.n_expert);
+  b.experts(p + "ffn_gate_exps.weight", s.n_embd, n_ff_exp, s.n_expert);
+  b.experts(p + "ffn_up_exps.weight", s.n_embd, n_ff_exp, s.n_expert);
+  b.experts(p + "ffn_down_exps.weight", n_ff_exp, s.n_embd, s.n_expert);
+  if (s.n_ff_shexp > 0) {
+    b.tensor(p + "ffn_gate_inp_shexp.weight", DType::kF32, {s.n_embd}, 0.0f, 0.3f);
+    b.matrix(p + "ffn_gate_shexp.weight", s.n_embd, s.n_ff_shexp);
+    b.matrix(p + "ffn_up_shexp.weight", s.n_embd, s.n_ff_shexp);
+    b.matrix(p + "ffn_down_shexp.weight", s.n_ff_shexp, s.n_embd);
+  }
+}
 
 }  // namespace
 
@@ -61,6 +80,12 @@ std::vector<uint8_t> make_tiny_gguf(const TinySpec& s) {
   b.key_u32("rope.dimension_count", static_cast<uint32_t>(s.head_dim));
   b.key_f32("rope.freq_base", s.freq_base);
   b.key_f32("attention.layer_norm_rms_epsilon", s.eps);
+  if (s.n_expert > 0) {
+    b.key_u32("expert_count", static_cast<uint32_t>(s.n_expert));
+    b.key_u32("expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    if (s.n_ff_exp > 0) b.key_u32("expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    if (s.n_ff_shexp > 0) b.key_u32("expert_shared_feed_forward_length", static_cast<uint32_t>(s.n_ff_shexp));
+  }
   if (s.extra) s.extra(b.writer());
 
   const int64_t q_dim = s.n_heads * s.head_dim, kv_dim = s.n_kv_heads * s.head_dim;
@@ -89,9 +114,13 @@ std::vector<uint8_t> make_tiny_gguf(const TinySpec& s) {
     b.matrix(p + "attn_output.weight", q_dim, s.n_embd);
     if (s.post_norms) b.tensor(p + "post_attention_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.3f);
     b.tensor(p + "ffn_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.1f);
-    if (!s.fused) b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-    b.matrix(p + "ffn_up.weight", s.n_embd, s.fused ? 2 * s.n_ff : s.n_ff);
-    b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+    if (s.n_expert > 0) {
+      add_moe_ffn(b, s, p);
+    } else {
+      if (!s.fused) b.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+      b.matrix(p + "ffn_up.weight", s.n_embd, s.fused ? 2 * s.n_ff : s.n_ff);
+      b.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+    }
     if (s.post_norms) b.tensor(p + "post_ffw_norm.weight", s.vector_type, {s.n_embd}, 1.0f, 0.3f);
   }
   return b.writer().to_bytes();

@@ -30,6 +30,13 @@ struct TinySpec {
   bool qk_norm = false;     // blk.N.attn_{q,k}_norm.weight [head_dim]
   bool post_norms = false;  // blk.N.post_attention_norm / post_ffw_norm.weight [n_embd]
   bool fused = false;       // phi3: attn_qkv [n_embd, q + 2 kv], ffn_up [n_embd, 2 n_ff], no gate
+  // Mixture of experts (n_expert > 0): <arch>.expert_* keys, ffn_gate_inp and the 3-D
+  // ffn_{gate,up,down}_exps instead of ffn_gate/up/down; with n_ff_shexp > 0 also the shared
+  // expert (ffn_gate_inp_shexp [n_embd], ffn_{gate,up,down}_shexp).
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;    // 0: no expert_feed_forward_length key (the experts are n_ff wide)
+  int64_t n_ff_shexp = 0;
   tally::DType vector_type = tally::DType::kF32;  // of norms and biases
   tally::DType matrix_type = tally::DType::kF32;  // of the block matrices
   uint32_t seed = 1;

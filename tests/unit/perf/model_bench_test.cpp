@@ -68,6 +68,23 @@ TEST_F(ModelBenchTest, CostCountsEveryMatrixOnce) {
                                        4 * cost.embd_row_bytes));
 }
 
+// MoE: a decode step reads the dense parts and only the experts its tokens chose: k at batch
+// 1, the uniform-routing expectation E (1 - (1 - k/E)^B) beyond, never more than E.
+TEST(ModelBenchMoe, DecodeBytesCountTheActiveExpertsOnly) {
+  ModelCost cost;
+  cost.weight_bytes = 1000;
+  cost.expert_bytes = 100;
+  cost.n_expert = 8;
+  cost.n_expert_used = 2;
+  EXPECT_DOUBLE_EQ(moe_expected_active_experts(cost, 1), 2.0);
+  EXPECT_DOUBLE_EQ(moe_expected_active_experts(cost, 2), 8.0 * (1.0 - 0.75 * 0.75));
+  EXPECT_LT(moe_expected_active_experts(cost, 64), 8.0);
+  EXPECT_GT(moe_expected_active_experts(cost, 64), 7.99);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_step(cost, 1, 0), 1000.0 + 2 * 100.0);
+  cost.n_expert = 0;  // dense: nothing added
+  EXPECT_DOUBLE_EQ(moe_expected_active_experts(cost, 4), 0.0);
+}
+
 TEST_F(ModelBenchTest, ComputeCeilingsFollowThePeaks) {
   const ModelCost cost = model_cost(*model_, DType::kF32);
   KernelPeak peak;

@@ -92,9 +92,32 @@ TEST(PlanPresets, Qwen3HasPerHeadQkNormsAndNoBiases) {
   EXPECT_EQ(m.tensors.size(), 36u * 11 + 3);
 }
 
+// MoE presets: every expert counted (published totals: Mixtral-8x7B 46.7B, Qwen3-30B-A3B
+// 30.5B), experts as 3-D tensors, the ffn of each block being the router and the experts.
+TEST(PlanPresets, MoePresetsCountEveryExpert) {
+  EXPECT_NEAR(preset("mixtral-8x7b").n_params() / 1e9, 46.70, 0.01);
+  const PlanModel m = preset("qwen3-30b-a3b");
+  EXPECT_NEAR(m.n_params() / 1e9, 30.53, 0.01);
+  EXPECT_EQ(m.architecture, "qwen3moe");
+  EXPECT_EQ(m.n_expert, 128);
+  EXPECT_EQ(m.n_expert_used, 8);
+  EXPECT_EQ(m.ffn_hidden_width(), 768);
+  int n_expert_tensors = 0;
+  for (const auto& t : m.tensors) {
+    EXPECT_FALSE(t.name.ends_with("ffn_gate.weight")) << t.name;
+    if (t.n_experts > 0) {
+      ++n_expert_tensors;
+      EXPECT_EQ(t.n_experts, 128) << t.name;
+      EXPECT_EQ(t.n_cols * t.n_rows, int64_t{2048} * 768 * 128) << t.name;
+    }
+    EXPECT_EQ(plan_tensor_is_router(t), t.name.ends_with("ffn_gate_inp.weight")) << t.name;
+  }
+  EXPECT_EQ(n_expert_tensors, 3 * 48);
+}
+
 TEST(PlanPresets, EveryPresetIsValidAndPlans) {
   const auto names = plan_preset_names();
-  EXPECT_EQ(names.size(), 13u);
+  EXPECT_EQ(names.size(), 16u);
   for (const auto& name : names) {
     auto m = plan_preset(name);
     ASSERT_TRUE(m.ok()) << name << ": " << m.status().to_string();

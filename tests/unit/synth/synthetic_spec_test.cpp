@@ -26,6 +26,8 @@ TEST(SyntheticSpec, PresetsOfTheSpeedIssue) {
       {"llama-2-7b", "llama", 32, 4096, 32, 32, 32000, false, false, 1e4f, 1e-5f, "ggml-vocab-llama-spm.gguf"},
       {"qwen3-8b", "qwen3", 36, 4096, 32, 8, 151936, false, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
       {"gemma-3-4b", "gemma3", 34, 2560, 8, 4, 262208, true, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
+      {"qwen3-30b-a3b", "qwen3moe", 48, 2048, 32, 4, 151936, false, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
+      {"mixtral-8x7b", "llama", 32, 4096, 32, 8, 32000, false, false, 1e6f, 1e-5f, "ggml-vocab-llama-spm.gguf"},
   };
   for (const Want& w : wants) {
     auto spec = synthetic_model_spec(w.name);

@@ -1,5 +1,5 @@
 // Synthetic models run: Model::load of a tiny synthetic file of each type (llama, qwen2,
-// qwen3, gemma3, Llama 3 rope scaling) and a forward pass over a few tokens give finite, non-constant logits.
+// qwen3, gemma3, Llama 3 rope scaling, the MoE archs) and a forward pass over a few tokens give finite, non-constant logits.
 // (A folder of its own: it needs the model library, which the quant tests do not link.)
 #include <cmath>
 #include <cstdio>
@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "base/thread_pool.h"
+#include "engine/engine.h"
+#include "plan/gguf_source.h"
+#include "plan/plan.h"
 #include "io/gguf_writer.h"
 #include "model/model.h"
 #include "plan/plan_model.h"
@@ -34,6 +37,21 @@ synth::SyntheticModelSpec tiny(const char* arch) {
   m.qkv_bias = m.tied_embeddings;
   synth::SyntheticModelSpec spec;
   spec.shape = *plan::plan_model_finish(m);
+  return spec;
+}
+
+// tiny(arch) with experts (n_ff_shexp > 0: a shared expert too).
+synth::SyntheticModelSpec tiny_moe(const char* arch, int64_t n_expert, int64_t n_used, int64_t n_ff_exp,
+                                   int64_t n_ff_shexp = 0) {
+  synth::SyntheticModelSpec spec = tiny(arch);
+  spec.shape.n_expert = n_expert;
+  spec.shape.n_expert_used = n_used;
+  spec.shape.n_ff_exp = n_ff_exp;
+  spec.shape.n_ff_shexp = n_ff_shexp;
+  spec.shape.qkv_bias = std::string(arch) == "qwen2moe";
+  spec.shape.qk_norm = std::string(arch) == "qwen3moe";
+  spec.head_dim_keys = spec.shape.qk_norm;
+  spec.shape = *plan::plan_model_finish(spec.shape);
   return spec;
 }
 
@@ -70,7 +88,11 @@ std::vector<float> last_logits(const Model& model, const std::vector<int32_t>& t
   return logits;
 }
 
-void expect_runs(const synth::SyntheticModelSpec& spec, const char* type) {
+std::string written_path(const synth::SyntheticModelSpec& spec, const char* type) {
+  return fmt::format("{}/forward_{}_{}.gguf", tally_test::temp_dir(), spec.shape.name, type);
+}
+
+void expect_runs(const synth::SyntheticModelSpec& spec, const char* type, bool keep_file = false) {
   SCOPED_TRACE(fmt::format("{} {}", spec.shape.name, type));
   synth::SyntheticOptions o;
   o.spec = spec;
@@ -78,7 +100,7 @@ void expect_runs(const synth::SyntheticModelSpec& spec, const char* type) {
   o.seed = 3;
   o.n_threads = 2;
   o.vocab_gguf = tiny_vocab();
-  o.output_path = fmt::format("{}/forward_{}_{}.gguf", tally_test::temp_dir(), spec.shape.name, type);
+  o.output_path = written_path(spec, type);
   auto written = synth::write_synthetic_model(o);
   ASSERT_TRUE(written.ok()) << written.status().to_string();
   auto model = Model::load(o.output_path);
@@ -94,7 +116,7 @@ void expect_runs(const synth::SyntheticModelSpec& spec, const char* type) {
     hi = std::max(hi, v);
   }
   EXPECT_GT(hi - lo, 1e-4f);  // depends on the token, not a constant
-  std::remove(o.output_path.c_str());
+  if (!keep_file) std::remove(o.output_path.c_str());
 }
 
 TEST(SyntheticForward, LlamaOfEveryTypeRunsWithFiniteLogits) {
@@ -135,6 +157,57 @@ TEST(SyntheticForward, Gemma3WithWindowAndRopeScalingRuns) {
   gemma3.sliding_window = 3;
   gemma3.rope_linear_factor = 8.0f;
   expect_runs(gemma3, "q8_0");
+}
+
+// MoE: expert keys and 3-D expert tensors written and read back; the router stays f32 in a
+// quantized file (llama.cpp's rule), the experts take the file's type.
+TEST(SyntheticForward, MoeArchsRun) {
+  expect_runs(tiny_moe("llama", 4, 2, 512), "q4_0");
+  expect_runs(tiny_moe("qwen2moe", 6, 2, 128, 256), "q8_0");
+  const synth::SyntheticModelSpec qwen3moe = tiny_moe("qwen3moe", 8, 3, 64);
+  expect_runs(qwen3moe, "q4_k_m", /*keep_file=*/true);
+  auto model = Model::load(written_path(qwen3moe, "q4_k_m"));
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.n_expert, 8);
+  EXPECT_EQ(c.n_expert_used, 3);
+  EXPECT_EQ(c.n_ff_exp, 64);
+  EXPECT_EQ((*model)->weights().layers[0].router.type, DType::kF32);
+  EXPECT_NE((*model)->weights().layers[0].exp_up[0].type, DType::kF32);
+  std::remove(written_path(qwen3moe, "q4_k_m").c_str());
+}
+
+// A MoE model's memory: the engine's ledger (weights, step buffers with the MoE scratch, KV)
+// is what `tally plan` computes for the same file and budget, and the runner allocated
+// exactly the plan's buffers (it checks at creation). f16: no repacked matrices, whose row
+// padding (an output of 300 rows) the plan does not model.
+TEST(SyntheticForward, MoeLedgerIsThePlans) {
+  const synth::SyntheticModelSpec qwen2moe = tiny_moe("qwen2moe", 6, 2, 128, 256);
+  expect_runs(qwen2moe, "f16", /*keep_file=*/true);
+  const std::string path = written_path(qwen2moe, "f16");
+  constexpr int64_t kBudget = int64_t{300} << 20;
+  EngineConfig c;
+  c.model_path = path;
+  c.threads = 1;
+  c.memory_budget = kBudget;
+  auto engine = Engine::create(c);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  auto model = plan::plan_model_from_gguf_path(path);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ(model->n_expert, 6);
+  EXPECT_EQ(model->n_ff_shexp, 256);
+  plan::PlanOptions o;
+  o.budget = kBudget;
+  auto p = plan::compute_plan(*model, o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  const MemoryLedger& l = (*engine)->ledger();
+  EXPECT_EQ(l.weight_bytes_mapped + l.weight_bytes_owned, p->weight_bytes);
+  EXPECT_EQ(l.activation_bytes, p->activation_bytes);
+  EXPECT_EQ(l.kv_blocks, p->n_blocks);
+  bool has_moe_term = false;
+  for (const auto& t : p->activation_terms) has_moe_term = has_moe_term || t.name == "moe router logits";
+  EXPECT_TRUE(has_moe_term);
+  std::remove(path.c_str());
 }
 
 }  // namespace
