@@ -127,13 +127,7 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exc
   }
   spec.rate_client = ServerContext::rate_client(exchange);
   const auto decision = ctx.rate_limiter.admit(spec.rate_client, reserve);
-  if (!decision.allowed) {
-    ApiError error =
-        ApiError::rate_limited(fmt::format("rate limit of {} per minute reached; retry in {:.1f} s",
-                                           decision.what, decision.retry_after));
-    error.retry_after = static_cast<int>(std::ceil(decision.retry_after));
-    return error;
-  }
+  if (!decision.allowed) return rate_limit_error(decision);
   spec.reserved_tokens = reserve;
 
   const bool chat = in.kind == ApiKind::kChat;

@@ -63,8 +63,10 @@ struct Server::Impl {
         signals(io, SIGINT, SIGTERM),
         drain_timer(io) {
     add_routes(routes, ctx);
+    http.set_head_check([this](const HttpRequest& head) { return check_head(head); });
   }
 
+  std::optional<HeadRefusal> check_head(const HttpRequest& head);
   void begin_drain();
   void poll_drain();
   void wait_for_signal();
@@ -84,6 +86,17 @@ struct Server::Impl {
   Clock::time_point drain_deadline;
   bool aborted = false;
 };
+
+// Authentication and the request rate limit, from the header: a refused client's body is
+// never read.
+std::optional<HeadRefusal> Server::Impl::check_head(const HttpRequest& head) {
+  auto verdict = routes.check_head(head);
+  if (verdict.error) return HeadRefusal{std::move(*verdict.error), {}};
+  if (!verdict.api_route) return std::nullopt;
+  const auto decision = limiter.peek(ServerContext::rate_client(verdict.key_id, head.remote));
+  if (decision.allowed) return std::nullopt;
+  return HeadRefusal{rate_limit_error(decision), verdict.key_id};
+}
 
 void Server::Impl::wait_for_signal() {
   signals.async_wait([this](const boost::system::error_code& ec, int signal) {

@@ -46,8 +46,11 @@ struct ServerContext {
   std::optional<std::string> resolve_model(const std::string& requested) const;
   // Who a rate limit applies to: the API key's id, else the client's address.
   static std::string rate_client(HttpExchange& exchange);
+  static std::string rate_client(const std::string& key_id, const std::string& remote);
 };
 
+// The 429 of a rate limiter's refusal (with Retry-After).
+ApiError rate_limit_error(const RateLimiter::Decision& decision);
 // Answers an exchange with an API error (and notes the message for the access log).
 void reply_error(HttpExchange& exchange, const ApiError& error);
 // Answers with a JSON body.

@@ -19,11 +19,7 @@ void handle_tokenize(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange)
   log_ignored_fields(*exchange, ignored);
   if (!ctx.resolve_model(req.model)) return reply_error(*exchange, unknown_model_error(req.model));
   const auto decision = ctx.rate_limiter.admit(ServerContext::rate_client(*exchange), 0);
-  if (!decision.allowed) {
-    ApiError error = ApiError::rate_limited("rate limit of requests per minute reached");
-    error.retry_after = static_cast<int>(decision.retry_after) + 1;
-    return reply_error(*exchange, error);
-  }
+  if (!decision.allowed) return reply_error(*exchange, rate_limit_error(decision));
   std::vector<int32_t> tokens;
   if (req.prompt) {
     tokens = ctx.tokenizer.encode(*req.prompt, req.add_special_tokens, /*parse_special=*/true);
