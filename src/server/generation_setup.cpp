@@ -83,6 +83,23 @@ std::optional<ApiError> check_params(const ServerContext& ctx, const GenerationP
 
 }  // namespace
 
+void start_generation(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange,
+                      GenerationInput input) {
+  JobSpec spec;
+  if (auto e = prepare_generation(ctx, *exchange, std::move(input), spec)) {
+    return reply_error(*exchange, *e);
+  }
+  std::make_shared<GenerationJob>(ctx, std::move(exchange), std::move(spec))->start();
+}
+
+std::optional<ApiError> check_model_and_request_rate(ServerContext& ctx, HttpExchange& exchange,
+                                                     const std::string& model) {
+  if (!ctx.resolve_model(model)) return unknown_model_error(model);
+  const auto decision = ctx.rate_limiter.peek(ServerContext::rate_client(exchange));
+  if (!decision.allowed) return rate_limit_error(decision);
+  return std::nullopt;
+}
+
 ApiError unknown_model_error(const std::string& model) {
   return ApiError::not_found(fmt::format("The model `{}` does not exist.", model), "model",
                              "model_not_found");

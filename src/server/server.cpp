@@ -7,8 +7,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 
@@ -53,8 +55,9 @@ struct Server::Impl {
         chat(std::move(renderer)),
         keys(config.api_keys),
         limiter(config.rate_limits),
-        ctx{io,         config, engine, engine.tokenizer(), *chat, observer, limiter,
-            unix_seconds_now(), false,  {}},
+        prompt_workers(static_cast<size_t>(std::max(1, config.prompt_workers))),
+        ctx{io,      prompt_workers, config,  engine, engine.tokenizer(), *chat, observer,
+            limiter, unix_seconds_now(), false, {}},
         routes(keys, config.open_health, config.open_metrics),
         http(
             io, config.http,
@@ -78,6 +81,7 @@ struct Server::Impl {
   ApiKeys keys;
   RateLimiter limiter;
   AccessLog access_log;
+  asio::thread_pool prompt_workers;  // destroyed (joined) before what its work reads
   ServerContext ctx;
   RouteTable routes;
   HttpServer http;
@@ -179,7 +183,9 @@ Result<uint16_t> Server::listen() {
 void Server::run() {
   impl_->wait_for_signal();
   impl_->io.run();
-  // The I/O loop is over: stop the engine before anything its callbacks reference goes.
+  // The I/O loop is over: let the prompt workers finish (their results go nowhere), then stop
+  // the engine before anything its callbacks reference goes.
+  impl_->prompt_workers.join();
   impl_->engine.shutdown(0);
   impl_->ctx.jobs.clear();
 }

@@ -4,6 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <cmath>
 
 #include "server/api_error.h"
@@ -27,6 +30,14 @@ std::string ServerContext::rate_client(HttpExchange& exchange) {
 std::string ServerContext::rate_client(const std::string& key_id, const std::string& remote) {
   if (!key_id.empty()) return key_id;
   return remote.substr(0, remote.rfind(':'));  // the address, whatever the port
+}
+
+void run_off_io_thread(ServerContext& ctx, std::function<void()> work, std::function<void()> then) {
+  boost::asio::post(ctx.prompt_workers,
+                    [&io = ctx.io, work = std::move(work), then = std::move(then)]() mutable {
+                      work();
+                      boost::asio::post(io, std::move(then));
+                    });
 }
 
 ApiError rate_limit_error(const RateLimiter::Decision& decision) {
