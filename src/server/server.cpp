@@ -57,7 +57,7 @@ struct Server::Impl {
         limiter(config.rate_limits),
         prompt_workers(static_cast<size_t>(std::max(1, config.prompt_workers))),
         ctx{io,      prompt_workers, config,  engine, engine.tokenizer(), *chat, observer,
-            limiter, unix_seconds_now(), false, {}},
+            limiter, unix_seconds_now(), false, 0, {}},
         routes(keys, config.open_health, config.open_metrics),
         http(
             io, config.http,

@@ -42,6 +42,7 @@ struct ServerContext {
   RateLimiter& rate_limiter;
   int64_t started_unix = 0;
   bool draining = false;
+  int64_t queued_bytes = 0;  // charged by requests not yet running (queued_bytes.h)
   // Jobs in flight. The map owns them (engine callbacks hold weak pointers), so a job never
   // outlives the server, and a drain that runs out of time can abort them.
   std::unordered_map<GenerationJob*, std::shared_ptr<GenerationJob>> jobs;

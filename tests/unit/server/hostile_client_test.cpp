@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/queued_bytes.h"
 #include "test_server.h"
 
 namespace {
@@ -149,6 +150,48 @@ TEST(PromptWorkers, DetokenizeIsRateLimited) {
   TestServer server(config);
   EXPECT_EQ(server.post("/detokenize", R"({"tokens": [1]})").status, 200);
   EXPECT_EQ(server.post("/detokenize", R"({"tokens": [1]})").status, 429);
+}
+
+// The figure docs/server.md states: a maximal request (n=16 on a 128k vocabulary, an 8k
+// prompt, 16 KiB of stop strings, 300 logit-bias entries) is charged under 34 MiB, so the
+// default budget of 1 GiB queues 31 of them.
+TEST(QueuedBytes, MaximalRequestFitsTheStatedBudget) {
+  const int64_t maximal = tally::server::queued_request_bytes({8192, 16, 131072, 300, 16 << 10});
+  EXPECT_LE(maximal, int64_t{34} << 20);
+  EXPECT_GE(maximal, int64_t{16} * 131072 * 16);  // at least the samplers' candidates + counts
+  const tally::server::ServerConfig defaults;
+  EXPECT_EQ(defaults.max_queued_bytes / maximal, 31);
+}
+
+TEST(QueuedBytes, SpentBudgetAnswers503UntilAQueuedRequestRuns) {
+  const std::string body = R"({"prompt": [1, 2, 3], "max_tokens": 1, "stream": true})";
+  auto config = TestServer::default_config();
+  TestServer probe;  // for the vocabulary size
+  const int64_t one = tally::server::queued_request_bytes(
+      {3, 1, probe.engine().tokenizer().n_vocab(), 0, 0});
+  config.max_queued_bytes = 2 * one + one / 2;  // room for two
+  TestServer server(config);
+  tally_test::FakeEngine::Script slow;
+  slow.per_token = std::chrono::milliseconds(4000);  // no first token (no release) for 4 s
+  server.engine().set_script(slow);
+  HttpClient first(server.port());
+  HttpClient second(server.port());
+  for (HttpClient* client : {&first, &second}) {
+    ASSERT_TRUE(client->send("POST", "/v1/completions", body));
+    ASSERT_TRUE(client->read_until("HTTP/1.1 200", 10)) << client->received();
+  }
+  auto refused = server.post("/v1/completions", body);
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("--max-queued-bytes"), std::string::npos) << refused.body;
+  // More than the whole budget alone: waiting would not help.
+  auto too_big = server.post("/v1/completions",
+                             R"({"prompt": [1, 2, 3], "max_tokens": 1, "n": 16})");
+  EXPECT_EQ(too_big.status, 400) << too_big.body;
+  // The first request's first token: it runs, its charge is returned.
+  ASSERT_TRUE(first.read_until("data: ", 10)) << first.received();
+  HttpClient third(server.port());
+  ASSERT_TRUE(third.send("POST", "/v1/completions", body));
+  EXPECT_TRUE(third.read_until("HTTP/1.1 200", 10)) << third.received();
 }
 
 }  // namespace
