@@ -2,6 +2,8 @@
 # Builds and runs every test: the release build, the same tests under ASan+UBSan, and each
 # libFuzzer target for a bounded time. This is what CI runs (.ci/run).
 #   FUZZ_SECONDS=30 (per target, six targets; 0 skips fuzzing)   JOBS=<ninja -j>
+#   TSAN=1 (0 skips the ThreadSanitizer build of the engine and server tests)
+#   SOAK_SECONDS=0 (N > 0: scripts/soak.sh for N seconds after the release tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,10 @@ cmake --build --preset release -j "$JOBS"
 ctest --preset release -j "$JOBS"
 # docs/cli.md's flag tables are generated from --help: a flag added without regenerating fails.
 bash scripts/gen_cli_docs.sh --check build/release/tally
+if [[ "${SOAK_SECONDS:-0}" != 0 ]]; then
+  echo "== soak test (${SOAK_SECONDS}s)"
+  SOAK_SECONDS=$SOAK_SECONDS bash scripts/soak.sh
+fi
 
 echo "== the first ten minutes: setup.sh as root / user, the README's quick start as written"
 bash scripts/check_setup.sh
@@ -24,6 +30,18 @@ cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset asan -j "$JOBS"
+
+if [[ "${TSAN:-1}" != 0 ]]; then
+  # The engine thread, the I/O thread and the prompt workers share state: only the engine and
+  # server tests, which drive those threads, run here (the rest is single-threaded or covered
+  # by ASan), to keep CI within its hour.
+  echo "== ThreadSanitizer: engine + server tests"
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan -j "$JOBS" --target tally_unit_engine_tests tally_unit_server_tests
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  build/tsan/tests/tally_unit_engine_tests --gtest_brief=1
+  build/tsan/tests/tally_unit_server_tests --gtest_brief=1
+fi
 
 if [[ "$FUZZ_SECONDS" != 0 && -x scripts/fuzz.sh ]]; then
   echo "== fuzzing (${FUZZ_SECONDS}s per target)"

@@ -85,6 +85,9 @@ Family<Metric>::Family(std::string name, std::string help, MetricType type,
 }
 
 template <class Metric>
+Family<Metric>::~Family() = default;
+
+template <class Metric>
 Metric& Family<Metric>::with(std::initializer_list<std::string_view> label_values) {
   return find_or_add(std::vector<std::string>(label_values.begin(), label_values.end()));
 }

@@ -61,6 +61,8 @@ class Family final : public FamilyBase {
  public:
   Family(std::string name, std::string help, MetricType type, std::vector<std::string> label_names,
          std::vector<double> bounds);
+  // Defined where Child is complete (clang instantiates an inline one wherever a Family dies).
+  ~Family() override;
 
   // The child with these label values (one per label name, in order), created on first use.
   Metric& with(std::initializer_list<std::string_view> label_values);

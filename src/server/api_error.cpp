@@ -50,6 +50,7 @@ HttpResponse api_error_response(const ApiError& error) {
   if (error.retry_after > 0) {
     response.headers.emplace_back("Retry-After", std::to_string(error.retry_after));
   }
+  if (error.status == 401) response.headers.emplace_back("WWW-Authenticate", "Bearer");
   return response;
 }
 

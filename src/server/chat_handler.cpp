@@ -24,30 +24,37 @@ std::optional<ApiError> chat_prompt_tokens(const ServerContext& ctx,
   return std::nullopt;
 }
 
+// The template is rendered and its text tokenized on a prompt worker; the rest as completions.
 void handle_chat_completions(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange) {
-  ChatRequest req;
+  struct State {
+    ChatRequest req;
+    GenerationInput input;
+    std::optional<ApiError> error;
+  };
+  auto state = std::make_shared<State>();
   IgnoredFields ignored;
-  if (auto e = parse_chat_request(exchange->request().body, req, ignored)) {
+  if (auto e = parse_chat_request(exchange->request().body, state->req, ignored)) {
     return reply_error(*exchange, *e);
   }
   log_ignored_fields(*exchange, ignored);
-  if (!ctx.resolve_model(req.params.model)) {
-    return reply_error(*exchange, unknown_model_error(req.params.model));
-  }
-  GenerationInput input;
-  input.kind = ApiKind::kChat;
-  input.params = &req.params;
-  input.prompt_field = "messages";
-  input.prompts.emplace_back();
-  if (auto e = chat_prompt_tokens(ctx, req.messages, req.add_generation_prompt,
-                                  input.prompts.back().tokens)) {
+  if (auto e = check_model_and_request_rate(ctx, *exchange, state->req.params.model)) {
     return reply_error(*exchange, *e);
   }
-  JobSpec spec;
-  if (auto e = prepare_generation(ctx, *exchange, std::move(input), spec)) {
-    return reply_error(*exchange, *e);
-  }
-  std::make_shared<GenerationJob>(ctx, std::move(exchange), std::move(spec))->start();
+  state->input.kind = ApiKind::kChat;
+  state->input.params = &state->req.params;
+  state->input.prompt_field = "messages";
+  state->input.prompts.emplace_back();
+  run_off_io_thread(
+      ctx,
+      [&ctx, state] {
+        state->error = chat_prompt_tokens(ctx, state->req.messages, state->req.add_generation_prompt,
+                                          state->input.prompts.back().tokens);
+      },
+      [&ctx, state, exchange = std::move(exchange)]() mutable {
+        if (!exchange->connected()) return;
+        if (state->error) return reply_error(*exchange, *state->error);
+        start_generation(ctx, std::move(exchange), std::move(state->input));
+      });
 }
 
 }  // namespace tally::server

@@ -36,25 +36,32 @@ std::optional<ApiError> tokenize_prompts(const ServerContext& ctx, const Complet
 
 }  // namespace
 
+// Prompts are tokenized on a prompt worker; checks against the model, the token rate limit
+// and the job are on the I/O thread.
 void handle_completions(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange) {
-  CompletionRequest req;
+  struct State {
+    CompletionRequest req;
+    GenerationInput input;
+    std::optional<ApiError> error;
+  };
+  auto state = std::make_shared<State>();
   IgnoredFields ignored;
-  if (auto e = parse_completion_request(exchange->request().body, req, ignored)) {
+  if (auto e = parse_completion_request(exchange->request().body, state->req, ignored)) {
     return reply_error(*exchange, *e);
   }
   log_ignored_fields(*exchange, ignored);
-  if (!ctx.resolve_model(req.params.model)) {
-    return reply_error(*exchange, unknown_model_error(req.params.model));
-  }
-  GenerationInput input;
-  input.kind = ApiKind::kCompletion;
-  input.params = &req.params;
-  if (auto e = tokenize_prompts(ctx, req, input.prompts)) return reply_error(*exchange, *e);
-  JobSpec spec;
-  if (auto e = prepare_generation(ctx, *exchange, std::move(input), spec)) {
+  if (auto e = check_model_and_request_rate(ctx, *exchange, state->req.params.model)) {
     return reply_error(*exchange, *e);
   }
-  std::make_shared<GenerationJob>(ctx, std::move(exchange), std::move(spec))->start();
+  state->input.kind = ApiKind::kCompletion;
+  state->input.params = &state->req.params;
+  run_off_io_thread(
+      ctx, [&ctx, state] { state->error = tokenize_prompts(ctx, state->req, state->input.prompts); },
+      [&ctx, state, exchange = std::move(exchange)]() mutable {
+        if (!exchange->connected()) return;
+        if (state->error) return reply_error(*exchange, *state->error);
+        start_generation(ctx, std::move(exchange), std::move(state->input));
+      });
 }
 
 }  // namespace tally::server

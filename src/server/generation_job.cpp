@@ -12,6 +12,15 @@ GenerationJob::GenerationJob(ServerContext& ctx, std::shared_ptr<HttpExchange> e
                              JobSpec spec)
     : ctx_(ctx), exchange_(std::move(exchange)), spec_(std::move(spec)) {}
 
+GenerationJob::~GenerationJob() {
+  for (auto& sub : submissions_) release_queued_bytes(sub);
+}
+
+void GenerationJob::release_queued_bytes(Submission& sub) {
+  ctx_.queued_bytes -= sub.queued_bytes;
+  sub.queued_bytes = 0;
+}
+
 void GenerationJob::start() {
   ctx_.jobs.emplace(this, shared_from_this());
   const size_t n = static_cast<size_t>(spec_.request.n);
@@ -42,6 +51,8 @@ void GenerationJob::start() {
     }
     submissions_[slot].id = *id;
     submissions_[slot].prompt_tokens = prompt_tokens;
+    submissions_[slot].queued_bytes = spec_.prompts[slot].queued_bytes;
+    ctx_.queued_bytes += spec_.prompts[slot].queued_bytes;
   }
   if (spec_.stream) begin_stream();
 }
@@ -79,6 +90,7 @@ std::string GenerationJob::token_bytes(int32_t id) const {
 
 void GenerationJob::on_event(size_t slot, const EngineEvent& event) {
   Submission& sub = submissions_[slot];
+  release_queued_bytes(sub);  // it runs (or ended): the engine's ledger has it now
   if (sub.done || finished_) return;
   if (event.kind == EngineEventKind::kError) {
     sub.done = true;

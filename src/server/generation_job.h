@@ -23,7 +23,8 @@ namespace tally::server {
 
 struct JobPrompt {
   std::vector<int32_t> tokens;
-  std::string echo;  // text to put before the completion (completions' echo)
+  std::string echo;          // text to put before the completion (completions' echo)
+  int64_t queued_bytes = 0;  // charged against --max-queued-bytes until it runs
 };
 
 struct JobSpec {
@@ -40,6 +41,7 @@ struct JobSpec {
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:
   GenerationJob(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange, JobSpec spec);
+  ~GenerationJob();
 
   // Submits the engine requests; on a refusal answers the error (and cancels those already
   // submitted).
@@ -61,10 +63,12 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   struct Submission {
     RequestId id = -1;
     bool done = false;
+    int64_t queued_bytes = 0;  // charged to ctx_.queued_bytes until its first event
     int32_t prompt_tokens = 0;
     int32_t cached_tokens = 0;  // of them, served by the prefix cache (from kFinished)
   };
 
+  void release_queued_bytes(Submission& sub);
   void on_event(size_t slot, const EngineEvent& event);
   void on_token(Choice& choice, int32_t index, const EngineEvent& event);
   void on_finished(Choice& choice, int32_t index, const EngineEvent& event);

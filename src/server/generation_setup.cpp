@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "base/unix_time.h"
+#include "server/queued_bytes.h"
 #include "sampling/sampling_check.h"
 #include "tokenizer/tokenizer.h"
 
@@ -81,7 +82,56 @@ std::optional<ApiError> check_params(const ServerContext& ctx, const GenerationP
   return std::nullopt;
 }
 
+// Prices each prompt's engine request (queued_bytes.h) and checks the sum against what the
+// queue may still hold: 503 while other requests hold the budget, 400 when this request
+// alone is larger than all of it (waiting would not help).
+std::optional<ApiError> charge_queued_bytes(const ServerContext& ctx, const GenerationParams& p,
+                                            std::vector<JobPrompt>& prompts) {
+  int64_t stop_bytes = 0;
+  for (const auto& stop : p.stop) stop_bytes += static_cast<int64_t>(stop.size());
+  int64_t total = 0;
+  for (auto& prompt : prompts) {
+    prompt.queued_bytes = queued_request_bytes(
+        {static_cast<int64_t>(prompt.tokens.size()), p.n, ctx.tokenizer.n_vocab(),
+         static_cast<int64_t>(p.sampling.logit_bias.size()), stop_bytes});
+    total += prompt.queued_bytes;
+  }
+  const int64_t budget = ctx.config.max_queued_bytes;
+  if (budget <= 0) return std::nullopt;
+  if (total > budget) {
+    return ApiError::bad_request(
+        fmt::format("this request would hold {} bytes while queued, more than the server's "
+                    "--max-queued-bytes of {}: ask for fewer prompts, a smaller n or shorter "
+                    "prompts",
+                    total, budget));
+  }
+  if (ctx.queued_bytes + total > budget) {
+    return ApiError::overloaded(
+        fmt::format("the requests waiting for the engine hold {} of the {} bytes they may "
+                    "(--max-queued-bytes); try again later",
+                    ctx.queued_bytes, budget));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+void start_generation(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange,
+                      GenerationInput input) {
+  JobSpec spec;
+  if (auto e = prepare_generation(ctx, *exchange, std::move(input), spec)) {
+    return reply_error(*exchange, *e);
+  }
+  std::make_shared<GenerationJob>(ctx, std::move(exchange), std::move(spec))->start();
+}
+
+std::optional<ApiError> check_model_and_request_rate(ServerContext& ctx, HttpExchange& exchange,
+                                                     const std::string& model) {
+  if (!ctx.resolve_model(model)) return unknown_model_error(model);
+  const auto decision = ctx.rate_limiter.peek(ServerContext::rate_client(exchange));
+  if (!decision.allowed) return rate_limit_error(decision);
+  return std::nullopt;
+}
 
 ApiError unknown_model_error(const std::string& model) {
   return ApiError::not_found(fmt::format("The model `{}` does not exist.", model), "model",
@@ -121,19 +171,15 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exc
         "min_tokens");
   }
 
+  if (auto e = charge_queued_bytes(ctx, p, in.prompts)) return e;
+
   int64_t reserve = 0;
   for (const auto& prompt : in.prompts) {
     reserve += static_cast<int64_t>(prompt.tokens.size()) + int64_t{max_tokens} * p.n;
   }
   spec.rate_client = ServerContext::rate_client(exchange);
   const auto decision = ctx.rate_limiter.admit(spec.rate_client, reserve);
-  if (!decision.allowed) {
-    ApiError error =
-        ApiError::rate_limited(fmt::format("rate limit of {} per minute reached; retry in {:.1f} s",
-                                           decision.what, decision.retry_after));
-    error.retry_after = static_cast<int>(std::ceil(decision.retry_after));
-    return error;
-  }
+  if (!decision.allowed) return rate_limit_error(decision);
   spec.reserved_tokens = reserve;
 
   const bool chat = in.kind == ApiKind::kChat;

@@ -24,6 +24,16 @@ struct GenerationInput {
 std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exchange,
                                            GenerationInput input, JobSpec& spec);
 
+// Checks and starts a GenerationJob (on the I/O thread), or answers the error.
+void start_generation(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange,
+                      GenerationInput input);
+
+// Before any work that grows with the request: the model is served, and the client's request
+// bucket is not empty (the token bucket is checked by prepare_generation, which knows the
+// token count). 404 / 429.
+std::optional<ApiError> check_model_and_request_rate(ServerContext& ctx, HttpExchange& exchange,
+                                                     const std::string& model);
+
 // Token ids from a request -> int32 ids inside the vocabulary; 400 naming field[i].
 std::optional<ApiError> checked_token_ids(const std::vector<int64_t>& ids, int32_t n_vocab,
                                           const std::string& field, std::vector<int32_t>& out);

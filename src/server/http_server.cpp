@@ -100,6 +100,8 @@ void HttpServer::stop_accepting() {
   impl_->acceptor->close(ec);
 }
 
+void HttpServer::set_head_check(HeadCheck check) { impl_->head_check = std::move(check); }
+
 void HttpServer::set_draining() { impl_->draining = true; }
 
 void HttpServer::close_idle_connections() {

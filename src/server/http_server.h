@@ -16,10 +16,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
+#include "server/api_error.h"
 #include "server/http_types.h"
 
 namespace boost::asio {
@@ -41,6 +44,13 @@ struct HttpServerLimits {
   static constexpr size_t kReservedFiles = 64;
 };
 
+// A refusal decided from a request's header alone (see HttpServer::set_head_check).
+struct HeadRefusal {
+  ApiError error;
+  std::string key_id;  // for the access log, when the key was valid (a rate limit)
+};
+using HeadCheck = std::function<std::optional<HeadRefusal>(const HttpRequest& head)>;
+
 class HttpServer {
  public:
   // `on_done` (may be empty) is told of every exchange when it ends.
@@ -49,6 +59,11 @@ class HttpServer {
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
+
+  // Run when a request's header has arrived and its body has not (body is empty in `head`):
+  // a refusal is answered at once and the connection closes without the body being read, so
+  // a client with a bad key or over its rate limit costs only its header, not 4 MiB.
+  void set_head_check(HeadCheck check);
 
   // Binds and starts accepting. Port 0 picks a free port; returns the bound port.
   Result<uint16_t> listen(const std::string& host, uint16_t port);

@@ -115,8 +115,9 @@ void HttpSession::start() {
 
 void HttpSession::start_refused() {
   server_->sessions.emplace(this, weak_from_this());
-  refuse(503, fmt::format("too many connections (the server's limit is {}); try again later",
-                          server_->limits.max_connections));
+  refuse(ApiError::with_status(
+      503, fmt::format("too many connections (the server's limit is {}); try again later",
+                       server_->limits.max_connections)));
 }
 
 void HttpSession::close() {
@@ -191,6 +192,7 @@ void HttpSession::on_header(beast::error_code ec) {
     on_read_error(ec);
     return;
   }
+  if (refused_at_head()) return;
   state_ = State::kBody;
   arm_read_deadline(server_->limits.read_timeout, State::kBody);
   const auto& head = parser_->get();
@@ -217,53 +219,69 @@ void HttpSession::on_body(beast::error_code ec) {
 void HttpSession::on_read_error(beast::error_code ec) {
   read_deadline_.cancel();
   if (read_timed_out_) {
-    refuse(408, state_ == State::kHeader ? "timed out reading the request header"
-                                         : "timed out reading the request body");
+    refuse(ApiError::with_status(408, state_ == State::kHeader
+                                          ? "timed out reading the request header"
+                                          : "timed out reading the request body"));
   } else if (ec == http::error::body_limit) {
-    refuse(413, fmt::format("request body larger than the limit of {} bytes",
-                            server_->limits.max_body_bytes));
+    refuse(ApiError::with_status(413, fmt::format("request body larger than the limit of {} bytes",
+                                                  server_->limits.max_body_bytes)));
   } else if (ec == http::error::header_limit) {
-    refuse(431, fmt::format("request header larger than the limit of {} bytes",
-                            server_->limits.max_header_bytes));
+    refuse(ApiError::with_status(
+        431, fmt::format("request header larger than the limit of {} bytes",
+                         server_->limits.max_header_bytes)));
   } else if (is_hangup(ec) || ec == asio::error::operation_aborted) {
     close();
   } else {
-    refuse(400, "malformed HTTP request: " + ec.message());
+    refuse(ApiError::with_status(400, "malformed HTTP request: " + ec.message()));
   }
 }
 
-// An error the HTTP layer answers by itself; the connection closes after it.
-void HttpSession::refuse(int status, const std::string& message) {
-  state_ = State::kHandling;
-  keep_alive_ = false;
-  refused_request_ = HttpRequest{};
+HttpRequest HttpSession::request_head() const {
+  HttpRequest request;
   if (parser_ && parser_->is_header_done()) {
     const auto& head = parser_->get();
-    refused_request_.method = std::string(head.method_string());
-    refused_request_.target = std::string(head.target());
+    request.method = std::string(head.method_string());
+    request.target = std::string(head.target());
+    request.path = request.target.substr(0, request.target.find('?'));
+    for (const auto& field : head) {
+      request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
   }
-  refused_request_.remote = remote_;
+  request.remote = remote_;
+  return request;
+}
+
+// A body still to come is not read for a request the header already condemns. A request
+// whose body has arrived with its header goes the usual way (the router checks the same).
+bool HttpSession::refused_at_head() {
+  if (!server_->head_check || parser_->is_done()) return false;
+  auto refusal = server_->head_check(request_head());
+  if (!refusal) return false;
+  refuse(refusal->error, refusal->key_id);
+  return true;
+}
+
+// An error answered without a handler; the connection closes after it.
+void HttpSession::refuse(const ApiError& error, const std::string& key_id) {
+  state_ = State::kHandling;
+  keep_alive_ = false;
+  refused_request_ = request_head();
+  refused_request_.headers.clear();  // the access log takes method and target only
   auto exchange = std::make_shared<SessionExchange>(shared_from_this(), refused_request_);
   exchange->log().request_id = request_id_new();
-  exchange->log().error = message;
+  exchange->log().error = error.message;
+  exchange->log().key_id = key_id;
   exchange->add_response_header("X-Request-Id", exchange->log().request_id);
   exchange_ = exchange;
   ++server_->busy;
-  exchange->respond(api_error_response(ApiError::with_status(status, message)));
+  exchange->respond(api_error_response(error));
 }
 
 void HttpSession::dispatch() {
   state_ = State::kHandling;
+  HttpRequest request = request_head();
   auto message = parser_->release();
-  HttpRequest request;
-  request.method = std::string(message.method_string());
-  request.target = std::string(message.target());
-  request.path = request.target.substr(0, request.target.find('?'));
-  for (const auto& field : message) {
-    request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  }
   request.body = std::move(message.body());
-  request.remote = remote_;
   keep_alive_ = message.keep_alive();
   chunked_ = message.version() >= 11;
 

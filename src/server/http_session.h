@@ -35,6 +35,7 @@ struct HttpServer::Impl {
   HttpServerLimits limits;
   HttpHandler handler;
   ExchangeDoneCallback on_done;
+  HeadCheck head_check;
   std::optional<boost::asio::ip::tcp::acceptor> acceptor;
   std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions;
   size_t busy = 0;
@@ -67,7 +68,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_body(boost::beast::error_code ec);
   void on_read_error(boost::beast::error_code ec);
   void dispatch();
-  void refuse(int status, const std::string& message);  // HTTP-layer error, then close
+  bool refused_at_head();  // the head check refused the request (answered, closing)
+  HttpRequest request_head() const;  // what the parser has, without the body
+  void refuse(const ApiError& error, const std::string& key_id = {});  // answer, then close
 
   void watch_for_hangup();
   void on_watch(boost::beast::error_code ec);

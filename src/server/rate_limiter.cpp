@@ -94,6 +94,17 @@ RateLimiter::Decision RateLimiter::admit(const std::string& client, int64_t toke
   return {};
 }
 
+RateLimiter::Decision RateLimiter::peek(const std::string& client) {
+  if (limits_.requests_per_minute <= 0) return {};
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return {};  // a new client starts with a full bucket
+  TokenBucket& requests = it->second.requests;
+  const double now = clock_();
+  const double level = requests.level(now);
+  if (level >= 1) return {};
+  return {false, (1 - level) / (limits_.requests_per_minute / 60), "requests"};
+}
+
 void RateLimiter::settle(const std::string& client, int64_t reserved, int64_t used) {
   if (limits_.tokens_per_minute <= 0) return;
   const double now = clock_();

@@ -59,6 +59,10 @@ class RateLimiter {
   };
   // One request of `client` that may use up to `tokens` tokens.
   Decision admit(const std::string& client, int64_t tokens);
+  // Whether `client` would be refused a request now, on its request bucket alone: a check
+  // that takes nothing (and adds no table entry), made from the header before the body is
+  // read. admit() still decides; the token bucket needs the request's token count.
+  Decision peek(const std::string& client);
   // The request reserved `reserved` tokens at admit() and used `used`.
   void settle(const std::string& client, int64_t reserved, int64_t used);
 

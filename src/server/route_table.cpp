@@ -28,18 +28,41 @@ bool RouteTable::needs_key(RouteAccess access) const {
   return true;
 }
 
-void RouteTable::handle(std::shared_ptr<HttpExchange> exchange) const {
-  const HttpRequest& request = exchange->request();
-  const Route* found = nullptr;
-  std::string allowed;
+// The route for the request's method and path; nullptr with `allowed` listing the methods
+// the path takes (empty: no such path).
+const RouteTable::Route* RouteTable::find(const HttpRequest& request, std::string& allowed) const {
   for (const auto& route : routes_) {
     if (!matches(route, request.path)) continue;
-    if (route.method == request.method) {
-      found = &route;
-      break;
-    }
+    if (route.method == request.method) return &route;
     allowed += (allowed.empty() ? "" : ", ") + route.method;
   }
+  return nullptr;
+}
+
+ApiError RouteTable::missing_key_error() {
+  return ApiError::unauthorized("missing or invalid API key: send 'Authorization: Bearer <key>'");
+}
+
+RouteTable::HeadVerdict RouteTable::check_head(const HttpRequest& head) const {
+  HeadVerdict verdict;
+  std::string allowed;
+  const Route* found = find(head, allowed);
+  if (!found) return verdict;
+  verdict.api_route = found->access == RouteAccess::kKey;
+  if (!needs_key(found->access)) return verdict;
+  auto key = keys_.check(head.header("Authorization"));
+  if (!key) {
+    verdict.error = missing_key_error();
+  } else {
+    verdict.key_id = *key;
+  }
+  return verdict;
+}
+
+void RouteTable::handle(std::shared_ptr<HttpExchange> exchange) const {
+  const HttpRequest& request = exchange->request();
+  std::string allowed;
+  const Route* found = find(request, allowed);
   if (!found && allowed.empty()) {
     return reply_error(*exchange, ApiError::not_found(fmt::format("no route for {} {}",
                                                                   request.method, request.path)));
@@ -52,11 +75,7 @@ void RouteTable::handle(std::shared_ptr<HttpExchange> exchange) const {
   }
   if (needs_key(found->access)) {
     auto key = keys_.check(request.header("Authorization"));
-    if (!key) {
-      return reply_error(
-          *exchange,
-          ApiError::unauthorized("missing or invalid API key: send 'Authorization: Bearer <key>'"));
-    }
+    if (!key) return reply_error(*exchange, missing_key_error());
     exchange->log().key_id = *key;
   }
   found->handler(std::move(exchange));

@@ -6,9 +6,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "server/api_error.h"
 #include "server/auth.h"
 #include "server/http_types.h"
 
@@ -30,6 +32,14 @@ class RouteTable {
   void add(std::string method, std::string path, RouteAccess access, Handler handler,
            bool prefix = false);
   void handle(std::shared_ptr<HttpExchange> exchange) const;
+  // From the header alone (HttpServer's head check): the 401 of a request to a route that
+  // needs a key it does not carry (unknown routes go the usual way).
+  struct HeadVerdict {
+    std::optional<ApiError> error;
+    std::string key_id;      // the valid key's id, when the route needs one
+    bool api_route = false;  // a kKey route: rate limited
+  };
+  HeadVerdict check_head(const HttpRequest& head) const;
 
  private:
   struct Route {
@@ -40,6 +50,8 @@ class RouteTable {
     bool prefix;
   };
   bool matches(const Route& route, const std::string& path) const;
+  const Route* find(const HttpRequest& request, std::string& allowed) const;
+  static ApiError missing_key_error();
   bool needs_key(RouteAccess access) const;
 
   const ApiKeys& keys_;

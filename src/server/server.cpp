@@ -7,8 +7,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 
@@ -53,8 +55,9 @@ struct Server::Impl {
         chat(std::move(renderer)),
         keys(config.api_keys),
         limiter(config.rate_limits),
-        ctx{io,         config, engine, engine.tokenizer(), *chat, observer, limiter,
-            unix_seconds_now(), false,  {}},
+        prompt_workers(static_cast<size_t>(std::max(1, config.prompt_workers))),
+        ctx{io,      prompt_workers, config,  engine, engine.tokenizer(), *chat, observer,
+            limiter, unix_seconds_now(), false, 0, {}},
         routes(keys, config.open_health, config.open_metrics),
         http(
             io, config.http,
@@ -63,8 +66,10 @@ struct Server::Impl {
         signals(io, SIGINT, SIGTERM),
         drain_timer(io) {
     add_routes(routes, ctx);
+    http.set_head_check([this](const HttpRequest& head) { return check_head(head); });
   }
 
+  std::optional<HeadRefusal> check_head(const HttpRequest& head);
   void begin_drain();
   void poll_drain();
   void wait_for_signal();
@@ -76,6 +81,7 @@ struct Server::Impl {
   ApiKeys keys;
   RateLimiter limiter;
   AccessLog access_log;
+  asio::thread_pool prompt_workers;  // destroyed (joined) before what its work reads
   ServerContext ctx;
   RouteTable routes;
   HttpServer http;
@@ -84,6 +90,17 @@ struct Server::Impl {
   Clock::time_point drain_deadline;
   bool aborted = false;
 };
+
+// Authentication and the request rate limit, from the header: a refused client's body is
+// never read.
+std::optional<HeadRefusal> Server::Impl::check_head(const HttpRequest& head) {
+  auto verdict = routes.check_head(head);
+  if (verdict.error) return HeadRefusal{std::move(*verdict.error), {}};
+  if (!verdict.api_route) return std::nullopt;
+  const auto decision = limiter.peek(ServerContext::rate_client(verdict.key_id, head.remote));
+  if (decision.allowed) return std::nullopt;
+  return HeadRefusal{rate_limit_error(decision), verdict.key_id};
+}
 
 void Server::Impl::wait_for_signal() {
   signals.async_wait([this](const boost::system::error_code& ec, int signal) {
@@ -166,7 +183,9 @@ Result<uint16_t> Server::listen() {
 void Server::run() {
   impl_->wait_for_signal();
   impl_->io.run();
-  // The I/O loop is over: stop the engine before anything its callbacks reference goes.
+  // The I/O loop is over: let the prompt workers finish (their results go nowhere), then stop
+  // the engine before anything its callbacks reference goes.
+  impl_->prompt_workers.join();
   impl_->engine.shutdown(0);
   impl_->ctx.jobs.clear();
 }

@@ -44,6 +44,15 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
                  "Requests waiting for the engine at most; beyond, 503 (load is shed)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-queued-bytes", s.max_queued_bytes,
+                 "Memory requests waiting for the engine may hold (prompts, samplers, stop "
+                 "strings); beyond, 503; 0 = no limit")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--prompt-workers", s.prompt_workers,
+                 "Threads that tokenize prompts and render chat templates (off the I/O thread)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--drain-timeout", s.drain_timeout,
                  "Seconds SIGTERM/SIGINT waits for running requests before aborting them")
       ->capture_default_str()

@@ -29,6 +29,8 @@ struct ServerConfig {
   int32_t max_tokens_limit = 0;  // largest max_tokens a request may ask; 0 = the context
   int32_t max_n = 16;            // largest n (samples per prompt)
   int32_t max_prompts = 64;      // largest list of prompts in one completions request
+  int64_t max_queued_bytes = int64_t{1} << 30;  // queued requests' memory (queued_bytes.h); 0 = off
+  int32_t prompt_workers = 2;    // threads that tokenize prompts and render chat templates
   double drain_timeout = 30;     // seconds SIGTERM waits for running requests
   std::string access_log = "-";  // "-" stdout, "off", or a file
   std::string metrics_prefix = "tally";

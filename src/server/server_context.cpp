@@ -1,6 +1,13 @@
 #include "server/server_context.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <cmath>
 
 #include "server/api_error.h"
 #include "server/client_text.h"
@@ -17,16 +24,33 @@ std::optional<std::string> ServerContext::resolve_model(const std::string& reque
 }
 
 std::string ServerContext::rate_client(HttpExchange& exchange) {
-  if (!exchange.log().key_id.empty()) return exchange.log().key_id;
-  const std::string& remote = exchange.request().remote;
+  return rate_client(exchange.log().key_id, exchange.request().remote);
+}
+
+std::string ServerContext::rate_client(const std::string& key_id, const std::string& remote) {
+  if (!key_id.empty()) return key_id;
   return remote.substr(0, remote.rfind(':'));  // the address, whatever the port
+}
+
+void run_off_io_thread(ServerContext& ctx, std::function<void()> work, std::function<void()> then) {
+  boost::asio::post(ctx.prompt_workers,
+                    [&io = ctx.io, work = std::move(work), then = std::move(then)]() mutable {
+                      work();
+                      boost::asio::post(io, std::move(then));
+                    });
+}
+
+ApiError rate_limit_error(const RateLimiter::Decision& decision) {
+  ApiError error =
+      ApiError::rate_limited(fmt::format("rate limit of {} per minute reached; retry in {:.1f} s",
+                                         decision.what, decision.retry_after));
+  error.retry_after = std::max(1, static_cast<int>(std::ceil(decision.retry_after)));
+  return error;
 }
 
 void reply_error(HttpExchange& exchange, const ApiError& error) {
   exchange.log().error = error.message;
-  HttpResponse response = api_error_response(error);
-  if (error.status == 401) response.headers.emplace_back("WWW-Authenticate", "Bearer");
-  exchange.respond(std::move(response));
+  exchange.respond(api_error_response(error));
 }
 
 void reply_json(HttpExchange& exchange, int status, std::string body) {

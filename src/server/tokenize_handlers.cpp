@@ -10,51 +10,89 @@
 
 namespace tally::server {
 
+namespace {
+
+// The request bucket is taken here (these requests use no tokens of the token bucket).
+std::optional<ApiError> admit_token_route(ServerContext& ctx, HttpExchange& exchange,
+                                          const std::string& model) {
+  if (!ctx.resolve_model(model)) return unknown_model_error(model);
+  const auto decision = ctx.rate_limiter.admit(ServerContext::rate_client(exchange), 0);
+  if (!decision.allowed) return rate_limit_error(decision);
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Tokenizing (and rendering a conversation) runs on a prompt worker.
 void handle_tokenize(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange) {
-  TokenizeRequest req;
+  struct State {
+    TokenizeRequest req;
+    std::vector<int32_t> tokens;
+    std::optional<ApiError> error;
+    nlohmann::json body;
+  };
+  auto state = std::make_shared<State>();
   IgnoredFields ignored;
-  if (auto e = parse_tokenize_request(exchange->request().body, req, ignored)) {
+  if (auto e = parse_tokenize_request(exchange->request().body, state->req, ignored)) {
     return reply_error(*exchange, *e);
   }
   log_ignored_fields(*exchange, ignored);
-  if (!ctx.resolve_model(req.model)) return reply_error(*exchange, unknown_model_error(req.model));
-  const auto decision = ctx.rate_limiter.admit(ServerContext::rate_client(*exchange), 0);
-  if (!decision.allowed) {
-    ApiError error = ApiError::rate_limited("rate limit of requests per minute reached");
-    error.retry_after = static_cast<int>(decision.retry_after) + 1;
-    return reply_error(*exchange, error);
-  }
-  std::vector<int32_t> tokens;
-  if (req.prompt) {
-    tokens = ctx.tokenizer.encode(*req.prompt, req.add_special_tokens, /*parse_special=*/true);
-  } else if (auto e = chat_prompt_tokens(ctx, req.messages, req.add_generation_prompt, tokens)) {
+  if (auto e = admit_token_route(ctx, *exchange, state->req.model)) {
     return reply_error(*exchange, *e);
   }
-  nlohmann::json body = {
-      {"count", tokens.size()}, {"max_model_len", ctx.engine.max_model_len()}, {"tokens", tokens}};
-  if (req.return_token_strs) {
-    nlohmann::json strs = nlohmann::json::array();
-    for (int32_t id : tokens) strs.push_back(tok::utf8_valid(ctx.tokenizer.piece(id)));
-    body["token_strs"] = std::move(strs);
-  }
-  reply_json(*exchange, 200, json_dump(body));
+  run_off_io_thread(
+      ctx,
+      [&ctx, state] {
+        const TokenizeRequest& req = state->req;
+        auto& tokens = state->tokens;
+        if (req.prompt) {
+          tokens = ctx.tokenizer.encode(*req.prompt, req.add_special_tokens, /*parse_special=*/true);
+        } else if (auto e =
+                       chat_prompt_tokens(ctx, req.messages, req.add_generation_prompt, tokens)) {
+          state->error = std::move(e);
+          return;
+        }
+        state->body = {{"count", tokens.size()},
+                       {"max_model_len", ctx.engine.max_model_len()},
+                       {"tokens", tokens}};
+        if (req.return_token_strs) {
+          nlohmann::json strs = nlohmann::json::array();
+          for (int32_t id : tokens) strs.push_back(tok::utf8_valid(ctx.tokenizer.piece(id)));
+          state->body["token_strs"] = std::move(strs);
+        }
+      },
+      [state, exchange = std::move(exchange)] {
+        if (state->error) return reply_error(*exchange, *state->error);
+        reply_json(*exchange, 200, json_dump(state->body));
+      });
 }
 
+// Decoding runs on a prompt worker.
 void handle_detokenize(ServerContext& ctx, std::shared_ptr<HttpExchange> exchange) {
+  struct State {
+    std::vector<int32_t> ids;
+    std::string text;
+  };
+  auto state = std::make_shared<State>();
   DetokenizeRequest req;
   IgnoredFields ignored;
   if (auto e = parse_detokenize_request(exchange->request().body, req, ignored)) {
     return reply_error(*exchange, *e);
   }
   log_ignored_fields(*exchange, ignored);
-  if (!ctx.resolve_model(req.model)) return reply_error(*exchange, unknown_model_error(req.model));
-  std::vector<int32_t> ids;
-  if (auto e = checked_token_ids(req.tokens, ctx.tokenizer.n_vocab(), "tokens", ids)) {
+  if (auto e = admit_token_route(ctx, *exchange, req.model)) return reply_error(*exchange, *e);
+  if (auto e = checked_token_ids(req.tokens, ctx.tokenizer.n_vocab(), "tokens", state->ids)) {
     return reply_error(*exchange, *e);
   }
-  // Control tokens (BOS, EOS) give no text, so /tokenize then /detokenize is the prompt again.
-  const std::string text = tok::utf8_valid(ctx.tokenizer.decode(ids, /*skip_special=*/true));
-  reply_json(*exchange, 200, json_dump({{"prompt", text}}));
+  run_off_io_thread(
+      ctx,
+      [&ctx, state] {
+        // Control tokens (BOS, EOS) give no text, so /tokenize then /detokenize is the prompt.
+        state->text = tok::utf8_valid(ctx.tokenizer.decode(state->ids, /*skip_special=*/true));
+      },
+      [state, exchange = std::move(exchange)] {
+        reply_json(*exchange, 200, json_dump({{"prompt", state->text}}));
+      });
 }
 
 }  // namespace tally::server

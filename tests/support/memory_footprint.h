@@ -12,17 +12,18 @@
 
 namespace tally_test {
 
+// TALLY_SANITIZED_BUILD: 1 under ASan, TSan or MSan (GCC or clang), for #if; else 0.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitizedBuild = true;
+#define TALLY_SANITIZED_BUILD 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-inline constexpr bool kSanitizedBuild = true;
-#else
-inline constexpr bool kSanitizedBuild = false;
+#define TALLY_SANITIZED_BUILD 1
 #endif
-#else
-inline constexpr bool kSanitizedBuild = false;
 #endif
+#ifndef TALLY_SANITIZED_BUILD
+#define TALLY_SANITIZED_BUILD 0
+#endif
+inline constexpr bool kSanitizedBuild = TALLY_SANITIZED_BUILD != 0;
 
 // Writes (once per test process) stories110M q4_0 with the llama SPM vocabulary of ../shared
 // into temp_dir() and returns its path; "" (after a test failure) when `tally convert` fails.

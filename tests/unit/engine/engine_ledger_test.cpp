@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-// ASan replaces malloc (mallinfo2 then sees nothing); its allocator counts for itself. GCC
-// ships no header for it.
+#include "support/memory_footprint.h"  // TALLY_SANITIZED_BUILD
+
+#if TALLY_SANITIZED_BUILD
+// ASan and TSan replace malloc (mallinfo2 then sees nothing); their allocator counts for
+// itself. GCC ships no header for it.
 extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
@@ -23,7 +25,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // Bytes of memory the process allocated: every malloc arena and mmapped chunk, plus the
 // buffers tally maps itself (the KV cache, repacked weights: base/huge_page_buffer.h).
 int64_t heap_in_use() {
-#if defined(__SANITIZE_ADDRESS__)
+#if TALLY_SANITIZED_BUILD
   const auto heap = static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
 #else
   const struct mallinfo2 mi = mallinfo2();

@@ -17,12 +17,17 @@ tally::server::ServerConfig TestServer::default_config() {
   return c;
 }
 
-TestServer::TestServer(tally::server::ServerConfig config) {
-  server_ = std::make_unique<tally::server::Server>(
-      std::move(config), engine_,
-      tally::server::chatml_renderer(
-          tally::ChatTemplateContext::from_tokenizer(engine_.tokenizer())),
-      &observer_);
+TestServer::TestServer(tally::server::ServerConfig config)
+    : TestServer(std::move(config), nullptr) {}
+
+TestServer::TestServer(tally::server::ServerConfig config,
+                       std::unique_ptr<tally::server::ChatRenderer> renderer) {
+  if (!renderer) {
+    renderer = tally::server::chatml_renderer(
+        tally::ChatTemplateContext::from_tokenizer(engine_.tokenizer()));
+  }
+  server_ = std::make_unique<tally::server::Server>(std::move(config), engine_,
+                                                    std::move(renderer), &observer_);
   auto port = server_->listen();
   EXPECT_TRUE(port.ok()) << port.status().message();
   port_ = port.ok() ? *port : 0;

@@ -8,6 +8,7 @@
 
 #include "fake_engine.h"
 #include "http_client.h"
+#include "server/chat_prompt.h"
 #include "server/server.h"
 
 namespace tally_test {
@@ -31,6 +32,9 @@ class TestServer {
   static tally::server::ServerConfig default_config();
 
   explicit TestServer(tally::server::ServerConfig config = default_config());
+  // With this chat renderer instead of ChatML.
+  TestServer(tally::server::ServerConfig config,
+             std::unique_ptr<tally::server::ChatRenderer> renderer);
   ~TestServer();
 
   uint16_t port() const { return port_; }
