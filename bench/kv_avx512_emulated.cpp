@@ -153,8 +153,8 @@ Outcome run(const Case& c, DType dtype, bool widened,
   a.positions = pos.data();
   a.seq_index = seq.data();
   a.block_tables = &view;
-  a.kv = widened ? PagedKvLayer{k.data(), v.data(), bs, DType::kF32}
-                 : PagedKvLayer{kq.data(), vq.data(), bs, dtype};
+  a.kv = widened ? PagedKvLayer{k.data(), v.data(), bs, DType::kF32, DType::kF32}
+                 : PagedKvLayer{kq.data(), vq.data(), bs, dtype, dtype};
   for (int64_t t = 0; t < a.n_tokens; ++t)
     for (int64_t h = 0; h < c.n_kv_heads; ++h) task(a, t, h);
   const int64_t hd = c.head_dim, n_rep = c.n_heads / c.n_kv_heads;

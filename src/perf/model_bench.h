@@ -40,6 +40,7 @@
 #include "perf/memory_bandwidth.h"
 #include "perf/stats.h"
 #include "tensor/dtype.h"
+#include "tensor/kv_types.h"
 
 namespace tally::perf {
 
@@ -54,7 +55,7 @@ struct ModelBenchOptions {
   int64_t kv_len = 128;  // positions each decoding sequence already holds
   int repetitions = 5;
   int warmup = 1;
-  DType kv_type = DType::kF32;
+  KvTypes kv_type = DType::kF32;  // storage types of K and V
   int64_t block_size = 16;  // KV block
   size_t bandwidth_bytes = kDefaultBandwidthBytes;
   CeilingBandwidth ceiling = CeilingBandwidth::kRead;
@@ -77,7 +78,7 @@ struct ModelCost {
   DType output_type = DType::kF32;
   double output_flops = 0;  // per logit row
 };
-ModelCost model_cost(const Model& model, DType kv_type);
+ModelCost model_cost(const Model& model, KvTypes kv_type);
 
 // Bytes decode reads per step: B sequences at kv_len positions.
 double decode_bytes_per_step(const ModelCost& cost, int64_t batch, int64_t kv_len);
