@@ -5,6 +5,7 @@
 #include "backend/cpu/attention_impl.h"
 #include "backend/cpu/kv_row.h"
 #include "base/check.h"
+#include "tensor/kv_types.h"
 
 namespace tally::cpu {
 
@@ -64,6 +65,11 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
   TALLY_CHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
               "attention over a {}/{} KV cache", dtype_name(args.kv.k_dtype),
               dtype_name(args.kv.v_dtype));
+  // q8_0 / q4_0 rows are read by block arithmetic that needs whole blocks per row and heads
+  // that tile them (KvStorage::create refuses other shapes).
+  TALLY_CHECK(kv_types_check_shape({args.kv.k_dtype, args.kv.v_dtype}, args.n_kv_heads, args.head_dim).ok(),
+              "attention: {} KV heads of {} values do not tile {}/{} blocks", args.n_kv_heads,
+              args.head_dim, dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
   const IsaLevel isa = cpu_isa_level();
   // One task per (token, KV head): each owns its output rows, so no reduction is split.
   // Tasks are handed out in groups big enough to be worth waking a worker for; the grouping
