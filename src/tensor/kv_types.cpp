@@ -17,6 +17,8 @@ constexpr std::string_view kKvTypeNames = "f32, f16, bf16, q8_0, q4_0";
 Status kv_type_check_shape(DType type, int64_t n_kv_heads, int64_t head_dim) {
   const int64_t block = dtype_info(type).block_size;
   if (block == 1) return Status::ok_status();
+  if (n_kv_heads <= 0 || head_dim <= 0)
+    return make_error(ErrorCode::kInvalidArgument, "kv cache: {} heads of {} values", n_kv_heads, head_dim);
   if ((n_kv_heads * head_dim) % block != 0 || (head_dim % block != 0 && block % head_dim != 0))
     return make_error(ErrorCode::kUnsupported,
                       "kv cache: type {} stores blocks of {} values: {} heads of {} values do not "
