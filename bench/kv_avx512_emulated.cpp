@@ -48,15 +48,10 @@ inline simde__m512i cvtps_epi32(simde__m512 v) {  // rounds to nearest even (MXC
   return simde_mm512_loadu_si512(out);
 }
 
-inline simde__m512i cvtepi8_epi32(simde__m128i b) {  // sign-extends 16 bytes (q8_0 KV)
-  int8_t in[16];
-  int32_t out[16];
-  simde_mm_storeu_si128(in, b);
-  for (int i = 0; i < 16; ++i) out[i] = in[i];
-  return simde_mm512_loadu_si512(out);
-}
-inline simde__m512i cvtepu8_epi32(simde__m128i b) {  // zero-extends 16 bytes (q4_0 KV)
-  uint8_t in[16];
+// 16 bytes widened to int32 lanes: sign-extended for int8_t (q8_0 KV), zero- for uint8_t (q4_0).
+template <class Byte>
+simde__m512i widen_bytes(simde__m128i b) {
+  Byte in[16];
   int32_t out[16];
   simde_mm_storeu_si128(in, b);
   for (int i = 0; i < 16; ++i) out[i] = in[i];
@@ -77,9 +72,9 @@ inline simde__m512 cvtepi32_ps(simde__m512i v) {  // exact for the small integer
 #define _mm512_cvtepu16_epi32(h) tally_emulated::cvtepu16_epi32(h)
 #define _mm512_cvtepi32_epi16(v) tally_emulated::cvtepi32_epi16(v)
 #define _mm512_cvtps_epi32(v) tally_emulated::cvtps_epi32(v)
-#define _mm512_cvtepi8_epi32(b) tally_emulated::cvtepi8_epi32(b)
+#define _mm512_cvtepi8_epi32(b) tally_emulated::widen_bytes<int8_t>(b)
 #define _mm512_cvtepi32_ps(v) tally_emulated::cvtepi32_ps(v)
-#define _mm512_cvtepu8_epi32(b) tally_emulated::cvtepu8_epi32(b)
+#define _mm512_cvtepu8_epi32(b) tally_emulated::widen_bytes<uint8_t>(b)
 
 #define attention_task_avx512 attention_task_avx512_emulated
 #define kv_row_store_avx512 kv_row_store_avx512_emulated
