@@ -1,5 +1,5 @@
-// Paged attention throughput for decode: B sequences of ctx positions each, one query token per
-// sequence, tinyllama's heads (32 query heads over 4 KV heads of 64 dims). The KV pool holds
+// Paged attention throughput for decode over each KV type: B sequences of ctx positions each,
+// one query token per sequence, tinyllama's heads (32 query heads over 4 KV heads of 64 dims). The KV pool holds
 // several layers' worth of blocks and each call reads the next layer, so the K/V rows come from
 // memory as in a model's step (one layer's K/V would otherwise sit in L2).
 //   tally_attention_bench --benchmark_filter='f32/1/'   (args: threads / batch / ctx)
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/attention.h"
-#include "tensor/half.h"
+#include "backend/cpu/kv_row.h"
 
 namespace tally::cpu {
 namespace {
@@ -32,20 +32,16 @@ void bm_attention(benchmark::State& state, DType type) {
   const int64_t blocks_per_seq = (ctx + kBlock - 1) / kBlock;
   const int64_t n_blocks = batch * blocks_per_seq;
   const int64_t row = kKvHeads * kHeadDim;
-  const int64_t elem = type == DType::kF32 ? 4 : 2;
-  const int64_t layer_bytes = n_blocks * kBlock * row * elem;
+  const int64_t slot_bytes = dtype_row_bytes(type, row);
+  const int64_t layer_bytes = n_blocks * kBlock * slot_bytes;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<uint8_t> k(layer_bytes * kLayers), v(layer_bytes * kLayers);
   // Any finite values: the speed does not depend on them.
-  for (size_t i = 0; i < k.size(); i += static_cast<size_t>(elem)) {
-    const float x = u(rng);
-    if (type == DType::kF32) {
-      std::memcpy(&k[i], &x, 4);
-    } else {
-      const uint16_t h = f32_to_f16(x);
-      std::memcpy(&k[i], &h, 2);
-    }
+  std::vector<float> values(row);
+  for (size_t i = 0; i < k.size(); i += static_cast<size_t>(slot_bytes)) {
+    for (float& x : values) x = u(rng);
+    kv_row_store(type, values.data(), &k[i], row);
   }
   v = k;
   // Blocks shuffled over the pool, as a long-running server's block tables are.
@@ -70,7 +66,8 @@ void bm_attention(benchmark::State& state, DType type) {
   a.seq_index = seq_index.data();
   a.block_tables = tables.data();
   a.kv.block_size = kBlock;
-  a.kv.dtype = type;
+  a.kv.k_dtype = type;
+  a.kv.v_dtype = type;
   int64_t layer = 0;
   for (auto _ : state) {
     a.kv.k = k.data() + layer * layer_bytes;
@@ -79,7 +76,7 @@ void bm_attention(benchmark::State& state, DType type) {
     benchmark::DoNotOptimize(out.data());
     layer = (layer + 1) % kLayers;
   }
-  const double bytes = 2.0 * static_cast<double>(batch * ctx * row * elem);
+  const double bytes = 2.0 * static_cast<double>(batch * ctx * slot_bytes);
   state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["us/layer"] = benchmark::Counter(
       1e-6, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
@@ -87,13 +84,15 @@ void bm_attention(benchmark::State& state, DType type) {
 
 void args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2})
-    for (int batch : {1, 16})
-      for (int ctx : {128, 1024}) b->Args({threads, batch, ctx});
+    for (int batch : {1, 8, 16})
+      for (int ctx : {128, 1024, 2048}) b->Args({threads, batch, ctx});
   b->UseRealTime();
 }
 
 BENCHMARK_CAPTURE(bm_attention, f32, DType::kF32)->Apply(args);
 BENCHMARK_CAPTURE(bm_attention, f16, DType::kF16)->Apply(args);
+BENCHMARK_CAPTURE(bm_attention, q8_0, DType::kQ8_0)->Apply(args);
+BENCHMARK_CAPTURE(bm_attention, q4_0, DType::kQ4_0)->Apply(args);
 
 }  // namespace
 }  // namespace tally::cpu

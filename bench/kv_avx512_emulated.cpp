@@ -1,6 +1,6 @@
 // The AVX-512 paths of the KV row stores and of attention, on a CPU without AVX-512: the
 // *_avx512.cpp files compiled against SIMDe (header-only, Debian libsimde-dev), which
-// implements the AVX-512 intrinsics portably. SIMDe 0.7.4 lacks the five conversions below;
+// implements the AVX-512 intrinsics portably. SIMDe 0.7.4 lacks the eight conversions below;
 // they are spelled here with SIMDe's own F16C and AVX2 ones, or as the loops the instructions
 // define. Row stores must give the scalar bits; attention must match the double reference and
 // give, on a 16-bit cache, the bits of the f32 path over the widened values. (The real
@@ -48,6 +48,23 @@ inline simde__m512i cvtps_epi32(simde__m512 v) {  // rounds to nearest even (MXC
   return simde_mm512_loadu_si512(out);
 }
 
+// 16 bytes widened to int32 lanes: sign-extended for int8_t (q8_0 KV), zero- for uint8_t (q4_0).
+template <class Byte>
+simde__m512i widen_bytes(simde__m128i b) {
+  Byte in[16];
+  int32_t out[16];
+  simde_mm_storeu_si128(in, b);
+  for (int i = 0; i < 16; ++i) out[i] = in[i];
+  return simde_mm512_loadu_si512(out);
+}
+inline simde__m512 cvtepi32_ps(simde__m512i v) {  // exact for the small integers of q8_0 / q4_0
+  int32_t in[16];
+  float out[16];
+  simde_mm512_storeu_si512(in, v);
+  for (int i = 0; i < 16; ++i) out[i] = static_cast<float>(in[i]);
+  return simde_mm512_loadu_ps(out);
+}
+
 }  // namespace tally_emulated
 
 #define _mm512_cvtph_ps(h) tally_emulated::cvtph_ps(h)
@@ -55,6 +72,9 @@ inline simde__m512i cvtps_epi32(simde__m512 v) {  // rounds to nearest even (MXC
 #define _mm512_cvtepu16_epi32(h) tally_emulated::cvtepu16_epi32(h)
 #define _mm512_cvtepi32_epi16(v) tally_emulated::cvtepi32_epi16(v)
 #define _mm512_cvtps_epi32(v) tally_emulated::cvtps_epi32(v)
+#define _mm512_cvtepi8_epi32(b) tally_emulated::widen_bytes<int8_t>(b)
+#define _mm512_cvtepi32_ps(v) tally_emulated::cvtepi32_ps(v)
+#define _mm512_cvtepu8_epi32(b) tally_emulated::widen_bytes<uint8_t>(b)
 
 #define attention_task_avx512 attention_task_avx512_emulated
 #define kv_row_store_avx512 kv_row_store_avx512_emulated
@@ -69,6 +89,8 @@ inline simde__m512i cvtps_epi32(simde__m512 v) {  // rounds to nearest even (MXC
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include "tensor/kv_types.h"
 
 namespace tally::cpu {
 namespace {
@@ -153,8 +175,8 @@ Outcome run(const Case& c, DType dtype, bool widened,
   a.positions = pos.data();
   a.seq_index = seq.data();
   a.block_tables = &view;
-  a.kv = widened ? PagedKvLayer{k.data(), v.data(), bs, DType::kF32}
-                 : PagedKvLayer{kq.data(), vq.data(), bs, dtype};
+  a.kv = widened ? PagedKvLayer{k.data(), v.data(), bs, DType::kF32, DType::kF32}
+                 : PagedKvLayer{kq.data(), vq.data(), bs, dtype, dtype};
   for (int64_t t = 0; t < a.n_tokens; ++t)
     for (int64_t h = 0; h < c.n_kv_heads; ++h) task(a, t, h);
   const int64_t hd = c.head_dim, n_rep = c.n_heads / c.n_kv_heads;
@@ -183,7 +205,8 @@ Outcome run(const Case& c, DType dtype, bool widened,
 TEST(Avx512Emulated, AttentionMatchesReferenceAndF32Bits) {
   if (!host_ok()) GTEST_SKIP() << "this check is built for AVX2 hosts";
   for (const Case& c : {Case{8, 4, 8}, Case{6, 2, 128}, Case{20, 2, 19}, Case{3, 1, 33}})
-    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      if (!kv_types_check_shape(dtype, c.n_kv_heads, c.head_dim).ok()) continue;  // q8_0/q4_0: whole blocks
       const Outcome got = run(c, dtype, false, detail::attention_task_avx512_emulated);
       for (size_t i = 0; i < got.out.size(); ++i)
         ASSERT_NEAR(got.out[i], got.want[i], 2e-5 * (1 + std::fabs(got.want[i])))

@@ -32,7 +32,7 @@ struct ChatOptions {
   int threads = 0;
   int32_t ctx_size = 0;            // 0 = the model's context length
   int32_t batch_size = plan::kDefaultBatchTokens;
-  DType kv_type = plan::kDefaultKvType;
+  KvTypes kv_type = plan::kDefaultKvType;
   bool prefix_cache = true;        // each turn reuses the history's KV (--no-prefix-cache)
 };
 

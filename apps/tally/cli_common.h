@@ -31,7 +31,7 @@ struct SingleSequence {
   int32_t batch_size = plan::kDefaultBatchTokens;
   int32_t max_model_len = plan::kDefaultContext;
   int64_t positions = 1;
-  DType kv_type = plan::kDefaultKvType;
+  KvTypes kv_type = plan::kDefaultKvType;
 };
 EngineConfig single_sequence_engine_config(const ModelConfig& model, const SingleSequence& s);
 

@@ -11,6 +11,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "engine/engine_flags.h"
 #include "model/model.h"
 #include "perf/model_bench.h"
 #include "perf/model_bench_report.h"
@@ -23,7 +24,7 @@ struct BenchModelArgs {
   std::string model;
   int threads = 0;
   perf::ModelBenchOptions options;
-  std::string kv_type = "f32";
+  KvTypeFlags kv_type;
   std::string ceiling = "read";
   int64_t bandwidth_mib = 1024;
   bool json = false;
@@ -32,11 +33,7 @@ struct BenchModelArgs {
 Status apply_named_args(BenchModelArgs& a) {
   if (a.threads < 0)
     return make_error(ErrorCode::kInvalidArgument, "--threads must be >= 0, got {}", a.threads);
-  const auto kv = dtype_from_name(a.kv_type);
-  if (!kv)
-    return make_error(ErrorCode::kInvalidArgument, "--kv-type: unknown type '{}' (f32, f16, bf16)",
-                      a.kv_type);
-  a.options.kv_type = *kv;
+  TALLY_ASSIGN_OR_RETURN(a.options.kv_type, kv_type_flags_parse(a.kv_type));
   if (a.ceiling == "read") {
     a.options.ceiling = perf::CeilingBandwidth::kRead;
   } else if (a.ceiling == "triad") {
@@ -98,8 +95,7 @@ Runner add_bench_model_options(CLI::App& bench) {
   bench.add_option("--kv-len", o.kv_len, "Positions each decoding sequence already holds")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  bench.add_option("--kv-type", args->kv_type, "KV cache type: f32, f16, bf16")
-      ->capture_default_str();
+  kv_type_flags_add(bench, args->kv_type);
   bench
       .add_option("-r,--reps", o.repetitions,
                   "Timed repetitions per figure (the median is reported)")

@@ -28,7 +28,7 @@ struct GenerateArgs {
   int threads = 0;
   int32_t ctx_size = 0;
   int32_t batch_size = plan::kDefaultBatchTokens;
-  std::string kv_type{dtype_name(plan::kDefaultKvType)};
+  KvTypeFlags kv_type;
   bool no_echo = false;
   bool parse_special = false;
   bool ignore_eos = false;
@@ -41,7 +41,7 @@ struct GenerateArgs {
 };
 
 int run_chat_command(const GenerateArgs& a, std::unique_ptr<Model> model,
-                     std::unique_ptr<Tokenizer> tok, DType kv_type) {
+                     std::unique_ptr<Tokenizer> tok, KvTypes kv_type) {
   ChatOptions options{a.prompt, a.chat_template, {}, a.stop, a.threads, a.ctx_size, a.batch_size, kv_type};
   options.turn.max_tokens = a.n_predict;
   options.turn.sampling = a.sampling;
@@ -66,7 +66,7 @@ Status check_args(const GenerateArgs& a) {
 
 // A KV pool just large enough for this prompt and -n tokens (as the timing line reports).
 EngineConfig generate_engine_config(const GenerateArgs& args, const ModelConfig& model,
-                                    DType kv_type, int64_t n_prompt, const SpecConfig& spec) {
+                                    KvTypes kv_type, int64_t n_prompt, const SpecConfig& spec) {
   const int64_t n_ctx = args.ctx_size > 0 ? args.ctx_size : model.context_length;
   EngineConfig c = single_sequence_engine_config(
       model, {args.threads, args.batch_size, args.ctx_size,
@@ -106,8 +106,8 @@ const char* finish_name(const EngineEvent& end, int32_t n_predict) {
 
 int run_generate(GenerateArgs args) {
   if (Status st = check_args(args); !st.ok()) return report_error(st);
-  auto kv_type = plan::kv_type_from_name(args.kv_type);
-  if (!kv_type.ok()) return report_error(kv_type.status().with_context("--kv-type"));
+  auto kv_type = kv_type_flags_parse(args.kv_type);
+  if (!kv_type.ok()) return report_error(kv_type.status());
   auto spec = spec_flags_to_config(args.spec);
   if (!spec.ok()) return report_error(spec.status());
   auto model = load_model(args.model);
@@ -161,7 +161,7 @@ int run_generate(GenerateArgs args) {
              "prompt tokens: {}  TTFT: {:.2f} ms  prefill: {:.1f} tok/s  decode: {:.1f} tok/s "
              "({} tokens, {} threads, KV {} {}, finish: {})\n",
              n_prompt, t.ttft_seconds * 1e3, t.prefill_seconds > 0 ? n_prompt / t.prefill_seconds : 0.0,
-             decode_tps, n_generated, engine.n_threads(), args.kv_type,
+             decode_tps, n_generated, engine.n_threads(), kv_types_name(config.kv_type),
              plan::format_bytes(engine.ledger().kv_bytes), finish_name(out.end, args.n_predict));
   if (engine.config().spec.enabled()) {
     const EngineEvent& e = out.end;
@@ -196,7 +196,7 @@ Runner add_generate_command(CLI::App& app) {
   app.add_option("-t,--threads", args->threads, "Compute threads; 0 = one per core")->capture_default_str();
   app.add_option("-c,--ctx-size", args->ctx_size, "Context length; 0 = the model's")->capture_default_str();
   app.add_option("-b,--batch-size", args->batch_size, "Prompt tokens per forward pass")->capture_default_str();
-  app.add_option("--kv-type", args->kv_type, "KV cache storage: f32, f16 or bf16")->capture_default_str();
+  kv_type_flags_add(app, args->kv_type);
   app.add_option("--stop", args->stop, "Stop when this text is generated (repeatable)");
   app.add_flag("--no-echo", args->no_echo, "Do not print the prompt");
   app.add_flag("--parse-special", args->parse_special, "Recognise special-token texts in the prompt");

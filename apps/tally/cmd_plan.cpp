@@ -3,6 +3,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "engine/engine_flags.h"
 #include "plan/memory_size.h"
 #include "plan/model_spec.h"
 #include "plan/plan.h"
@@ -17,7 +18,7 @@ namespace {
 struct PlanArgs {
   std::string model;
   std::string weights;  // empty = the model's own
-  std::string kv_type{dtype_name(plan::kDefaultKvType)};
+  KvTypeFlags kv_type;
   std::string memory;   // empty = no budget
   plan::PlanOptions options;
   bool json = false;
@@ -36,8 +37,8 @@ int run_plan(PlanArgs args) {
     if (!w.ok()) return report_error(w.status().with_context("--weights"));
     args.options.weights = *w;
   }
-  auto kv = plan::kv_type_from_name(args.kv_type);
-  if (!kv.ok()) return report_error(kv.status().with_context("--kv-type"));
+  auto kv = kv_type_flags_parse(args.kv_type);
+  if (!kv.ok()) return report_error(kv.status());
   args.options.kv_type = *kv;
   if (!args.memory.empty()) {
     auto m = plan::parse_memory_size(args.memory);
@@ -64,7 +65,7 @@ Runner add_plan_command(CLI::App& app) {
                  "A preset name (see --list), a GGUF file or an HF config.json")->capture_default_str();
   app.add_option("--weights", args->weights,
                  "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k_m, ... (default: the model's)");
-  app.add_option("--kv-type", args->kv_type, "KV cache type: f32, f16, bf16")->capture_default_str();
+  kv_type_flags_add(app, args->kv_type);
   app.add_option("--context", o.context, "Tokens per sequence; 0 = the model's context")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--concurrency", o.concurrency, "Sequences resident at once")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--tp", o.tp, "Tensor-parallel ranks (figures are per rank)")->capture_default_str()->check(CLI::PositiveNumber);

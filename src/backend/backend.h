@@ -47,7 +47,7 @@ class Backend {
   virtual bool can_prepare(DType type) const = 0;
   // w (layout kRows, can_prepare(w.type)) copied into the backend's layout.
   virtual std::unique_ptr<PreparedWeights> prepare_weights(const WeightMatrix& w) const = 0;
-  // The storage types the KV ops accept (f32, f16, bf16 on the CPU).
+  // The storage types the KV ops accept (f32, f16, bf16, q8_0, q4_0 on the CPU).
   virtual bool kv_type_supported(DType type) const = 0;
 
   // --- ops of a forward step ---

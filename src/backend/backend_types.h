@@ -51,12 +51,13 @@ struct BlockTableView {
 };
 
 // One layer of the KV pool: K and V each [n_blocks][block_size][n_kv_heads][head_dim] of
-// dtype (f32, f16 or bf16).
+// k_dtype / v_dtype (f32, f16, bf16, or q8_0 / q4_0 blocks of 32 along each slot's row).
 struct PagedKvLayer {
   const void* k = nullptr;
   const void* v = nullptr;
   int64_t block_size = 0;
-  DType dtype = DType::kF32;
+  DType k_dtype = DType::kF32;  // a KV type (tensor/kv_types.h)
+  DType v_dtype = DType::kF32;
 };
 
 struct AttentionArgs {
@@ -80,9 +81,10 @@ struct AttentionArgs {
 
 // One step's K and V rows stored into one layer of the KV pool, each at its token's slot.
 struct KvWriteArgs {
-  void* k = nullptr;  // the layer's K: [n_slots][row] of dtype
-  void* v = nullptr;  // the layer's V, the same shape
-  DType dtype = DType::kF32;
+  void* k = nullptr;  // the layer's K: [n_slots][row] of k_dtype
+  void* v = nullptr;  // the layer's V: [n_slots][row] of v_dtype
+  DType k_dtype = DType::kF32;
+  DType v_dtype = DType::kF32;
   int64_t row = 0;                  // elements per slot: n_kv_heads * head_dim
   int64_t n_tokens = 0;
   const int64_t* slots = nullptr;   // [n_tokens], < n_slots; written in token order

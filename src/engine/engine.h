@@ -32,7 +32,7 @@ struct EngineConfig {
   int32_t max_seqs = plan::kDefaultMaxSeqs;                // sequences running at once
   int32_t max_model_len = plan::kDefaultContext;           // context per sequence; 0 = the model's
   int32_t block_size = plan::kDefaultBlockSize;            // tokens per KV block
-  DType kv_type = plan::kDefaultKvType;                    // f32, f16, bf16
+  KvTypes kv_type = plan::kDefaultKvType;                  // K and V: f32, f16, bf16, q8_0, q4_0
   int64_t kv_cache_memory = 0;      // bytes for the KV pool; 0 = memory_budget - the rest
   int64_t memory_budget = 0;        // bytes for everything; 0 = a default (documented)
   int32_t max_waiting = 1024;       // queue limit: submit() answers ResourceExhausted past it

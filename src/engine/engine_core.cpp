@@ -110,6 +110,7 @@ void EngineCore::build_ledger(const EngineSizing& sizing) {
   ledger_.block_size = config_.block_size;
   ledger_.token_capacity = ledger_.kv_blocks * ledger_.block_size;
   ledger_.kv_bytes_per_token = runner_->kv().shape().bytes_per_token();
+  ledger_.kv_type = runner_->kv().types();
   // The block pool's bookkeeping and, with the prefix cache, its index: each kv/ class says
   // what its per-block arrays take.
   ledger_.other_bytes = BlockPool::bytes_for(sizing.n_blocks);
@@ -124,7 +125,7 @@ void EngineCore::log_ledger() const {
   text.pop_back();  // spdlog ends the line
   spdlog::info("engine: memory ledger (batch of {} tokens, {} sequences, KV {}, context {}, {} "
                "scheduling)\n{}",
-               config_.max_batched_tokens, config_.max_seqs, dtype_name(config_.kv_type),
+               config_.max_batched_tokens, config_.max_seqs, kv_types_name(config_.kv_type),
                sched_config_.max_model_len, config_.static_batching ? "static" : "continuous",
                text);
 }

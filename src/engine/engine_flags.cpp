@@ -24,8 +24,7 @@ void engine_flags_add(CLI::App& app, EngineFlags& flags) {
   app.add_option("--block-size", e.block_size, "Tokens per KV block")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--kv-type", flags.kv_type, "KV cache type: f32, f16, bf16")
-      ->capture_default_str();
+  kv_type_flags_add(app, flags.kv_type);
   app.add_option("--kv-cache-memory", flags.kv_cache_memory,
                  "Bytes for the KV pool, e.g. 2GiB; 0 = the budget minus the rest, or without a "
                  "budget room for --max-seqs full contexts (at most 4 GiB)")
@@ -66,6 +65,17 @@ Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags) {
   return c;
 }
 
+void kv_type_flags_add(CLI::App& app, KvTypeFlags& flags) {
+  app.add_option("--kv-type", flags.both, "KV cache type of K and V: f32, f16, bf16, q8_0, q4_0")
+      ->capture_default_str();
+  app.add_option("--kv-type-k", flags.k, "KV cache type of K alone (default: --kv-type)");
+  app.add_option("--kv-type-v", flags.v, "KV cache type of V alone (default: --kv-type)");
+}
+
+Result<KvTypes> kv_type_flags_parse(const KvTypeFlags& flags) {
+  return kv_types_from_flags(flags.both, flags.k, flags.v);
+}
+
 namespace {
 
 Result<int64_t> parse_size(const std::string& text, const char* flag) {
@@ -78,9 +88,7 @@ Result<int64_t> parse_size(const std::string& text, const char* flag) {
 
 Result<EngineConfig> engine_flags_to_config(const EngineFlags& flags) {
   EngineConfig e = flags.config;
-  auto kv = plan::kv_type_from_name(flags.kv_type);
-  if (!kv.ok()) return kv.status().with_context("--kv-type");
-  e.kv_type = *kv;
+  TALLY_ASSIGN_OR_RETURN(e.kv_type, kv_type_flags_parse(flags.kv_type));
   TALLY_ASSIGN_OR_RETURN(e.kv_cache_memory,
                          parse_size(flags.kv_cache_memory, "--kv-cache-memory"));
   TALLY_ASSIGN_OR_RETURN(e.memory_budget, parse_size(flags.memory_budget, "--memory-budget"));

@@ -29,9 +29,19 @@ struct SpecFlags {
 // The engine flags as typed. Numbers land in `config` directly (CLI11 checks their range);
 // the texts are converted by engine_flags_to_config(). Fields no flag here sets (model_path,
 // max_waiting) are the command's own and pass through unchanged.
+// --kv-type, --kv-type-k, --kv-type-v as typed (kv_types_from_flags converts them).
+struct KvTypeFlags {
+  std::string both{dtype_name(plan::kDefaultKvType)};
+  std::string k;  // empty: --kv-type's
+  std::string v;
+};
+// Adds --kv-type, --kv-type-k and --kv-type-v, bound to `flags`.
+void kv_type_flags_add(CLI::App& app, KvTypeFlags& flags);
+Result<KvTypes> kv_type_flags_parse(const KvTypeFlags& flags);
+
 struct EngineFlags {
   EngineConfig config;
-  std::string kv_type{dtype_name(plan::kDefaultKvType)};
+  KvTypeFlags kv_type;
   std::string kv_cache_memory = "0";  // a memory size ("2GiB"); 0 = derived (see the help)
   std::string memory_budget = "0";    // a memory size ("8GiB"); 0 = no budget
   std::string scheduler = "continuous";
@@ -45,8 +55,8 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags);
 Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags);
 
 // Adds -t/--threads, --max-batched-tokens, --max-seqs, --max-model-len, --block-size,
-// --kv-type, --kv-cache-memory, --memory-budget, --scheduler, --no-prefix-cache and the
-// speculative-decoding flags, bound to `flags` (which must outlive the parse).
+// --kv-type(-k/-v), --kv-cache-memory, --memory-budget, --scheduler, --no-prefix-cache and
+// the speculative-decoding flags, bound to `flags` (which must outlive the parse).
 void engine_flags_add(CLI::App& app, EngineFlags& flags);
 
 // `flags.config` with the texts converted. InvalidArgument / Unsupported naming the flag:

@@ -22,10 +22,10 @@ Status check_config(const EngineConfig& c) {
   TALLY_RETURN_IF_ERROR(at_least(c.kv_cache_memory, 0, "kv_cache_memory"));
   TALLY_RETURN_IF_ERROR(at_least(c.memory_budget, 0, "memory_budget"));
   TALLY_RETURN_IF_ERROR(at_least(c.max_waiting, 1, "max_waiting"));
-  if (c.kv_type != DType::kF32 && c.kv_type != DType::kF16 && c.kv_type != DType::kBF16) {
-    return make_error(ErrorCode::kInvalidArgument, "engine: kv type {} (f32, f16 or bf16)",
-                      dtype_name(c.kv_type));
-  }
+  for (DType t : {c.kv_type.k, c.kv_type.v})
+    if (!kv_type_is_valid(t))
+      return make_error(ErrorCode::kInvalidArgument, "engine: kv type {} (f32, f16, bf16, q8_0, q4_0)",
+                        dtype_name(t));
   return c.spec.validate();
 }
 

@@ -13,6 +13,7 @@
 #include "sampling/sampling_params.h"
 #include "sched/ngram_draft.h"
 #include "sched/request.h"
+#include "tensor/kv_types.h"
 
 namespace tally {
 
@@ -115,6 +116,7 @@ struct MemoryLedger {
   int64_t block_size = 0;
   int64_t token_capacity = 0;         // kv_blocks * block_size
   int64_t kv_bytes_per_token = 0;
+  KvTypes kv_type = DType::kF16;      // storage types of K and V
   int64_t other_bytes = 0;            // sampler buffers, tables, ...
   int64_t total() const {
     return weight_bytes_mapped + weight_bytes_owned + activation_bytes + kv_bytes + other_bytes;

@@ -10,6 +10,11 @@ MemoryMetrics::MemoryMetrics(Registry& prefixed, Registry& process) {
       "The engine's memory ledger by part: weights_mapped, weights_owned, buffers, kv_cache, "
       "other (their sum is the ledger's total).",
       {"part"});
+  kv_token_bytes_ = &prefixed.add_gauge(
+      "kv_cache_token_bytes",
+      "Bytes one token takes in the KV cache (K and V, all layers), labelled with the storage "
+      "types of K and V (f32, f16, bf16, q8_0, q4_0).",
+      {"k_type", "v_type"});
   resident_ =
       &process.add_gauge("process_resident_memory_bytes", "Resident memory size in bytes.").with({});
   virtual_ =
@@ -40,6 +45,8 @@ void MemoryMetrics::set_ledger(const MemoryLedger& l) {
   ledger_->with({"buffers"}).set(static_cast<double>(l.activation_bytes));
   ledger_->with({"kv_cache"}).set(static_cast<double>(l.kv_bytes));
   ledger_->with({"other"}).set(static_cast<double>(l.other_bytes));
+  kv_token_bytes_->with({dtype_name(l.kv_type.k), dtype_name(l.kv_type.v)})
+      .set(static_cast<double>(l.kv_bytes_per_token));
 }
 
 void MemoryMetrics::collect() {

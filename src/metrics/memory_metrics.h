@@ -1,5 +1,6 @@
 // Prediction and reality side by side on /metrics: the engine's memory ledger by part
-// (<prefix>memory_ledger_bytes{part=...}, set once at start-up) and the process's memory as the
+// (<prefix>memory_ledger_bytes{part=...}, and the KV cache's bytes per token with its storage
+// types, <prefix>kv_cache_token_bytes{k_type=...,v_type=...}: set once at start-up) and the process's memory as the
 // kernel counts it (process_metrics.h), read at every scrape:
 //   process_resident_memory_bytes, process_virtual_memory_bytes (unprefixed, the names every
 //   Prometheus client library's process collector uses, so stock dashboards find them);
@@ -30,6 +31,7 @@ class MemoryMetrics {
   void collect();
 
   GaugeFamily* ledger_ = nullptr;
+  GaugeFamily* kv_token_bytes_ = nullptr;
   Gauge* resident_ = nullptr;
   Gauge* virtual_ = nullptr;
   Gauge* peak_resident_ = nullptr;

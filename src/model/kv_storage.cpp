@@ -1,6 +1,7 @@
 #include "model/kv_storage.h"
 
 #include <cstring>
+#include <utility>
 
 #include "base/check.h"
 #include "tensor/quantize.h"
@@ -8,13 +9,12 @@
 namespace tally {
 
 KvStorageShape KvStorageShape::for_model(const ModelConfig& c, int64_t n_blocks, int64_t block_size,
-                                     DType dtype) {
-  return {c.n_layers, c.n_kv_heads, c.head_dim, n_blocks, block_size, dtype};
+                                     KvTypes types) {
+  return {c.n_layers, c.n_kv_heads, c.head_dim, n_blocks, block_size, types};
 }
 
 int64_t KvStorageShape::bytes_per_token() const {
-  const DTypeTraits& t = dtype_info(dtype);
-  return 2 * n_layers * n_kv_heads * head_dim * t.block_bytes / t.block_size;
+  return n_layers * kv_types_row_bytes(types, slot_elements());
 }
 
 Result<KvStorage> KvStorage::create(const KvStorageShape& s, const Backend& backend) {
@@ -24,14 +24,16 @@ Result<KvStorage> KvStorage::create(const KvStorageShape& s, const Backend& back
                       "kv cache: sizes must be positive (layers {}, kv heads {}, head dim {}, "
                       "blocks {}, block size {})",
                       s.n_layers, s.n_kv_heads, s.head_dim, s.n_blocks, s.block_size);
-  if (!backend.kv_type_supported(s.dtype))
-    return make_error(ErrorCode::kUnsupported,
-                      "kv cache: type {} is not supported (f32, f16, bf16)", dtype_name(s.dtype));
+  TALLY_RETURN_IF_ERROR(kv_types_check_shape(s.types, s.n_kv_heads, s.head_dim));
+  for (DType t : {s.types.k, s.types.v})
+    if (!backend.kv_type_supported(t))
+      return make_error(ErrorCode::kUnsupported, "kv cache: the backend does not store type {}",
+                        dtype_name(t));
   int64_t elements = 0;
   if (__builtin_mul_overflow(s.n_blocks, s.block_size, &elements) ||
       __builtin_mul_overflow(elements, s.n_kv_heads * s.head_dim, &elements) ||
       __builtin_mul_overflow(elements, 2 * s.n_layers, &elements) ||
-      elements > (int64_t{1} << 40) / dtype_info(s.dtype).block_bytes)
+      elements > (int64_t{1} << 40) / 4)  // at most 4 bytes a value
     return make_error(ErrorCode::kOutOfMemory, "kv cache: {} blocks of {} positions is too large",
                       s.n_blocks, s.block_size);
   Result<HugePageBuffer> data = HugePageBuffer::create(static_cast<size_t>(s.bytes()));
@@ -44,7 +46,8 @@ Result<KvStorage> KvStorage::create(const KvStorageShape& s, const Backend& back
 KvStorage::KvStorage(const KvStorageShape& shape, HugePageBuffer data, const Backend& backend)
     : shape_(shape),
       backend_(&backend),
-      element_bytes_(dtype_info(shape.dtype).block_bytes),
+      k_slot_bytes_(dtype_row_bytes(shape.types.k, shape.slot_elements())),
+      v_slot_bytes_(dtype_row_bytes(shape.types.v, shape.slot_elements())),
       data_(std::move(data)) {}
 
 void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* v) {
@@ -53,7 +56,8 @@ void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* 
   KvWriteArgs w;
   w.k = k_bytes(layer);
   w.v = v_bytes(layer);
-  w.dtype = shape_.dtype;
+  w.k_dtype = shape_.types.k;
+  w.v_dtype = shape_.types.v;
   w.row = shape_.slot_elements();
   w.n_tokens = 1;
   w.slots = &slot;
@@ -65,13 +69,13 @@ void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* 
 void KvStorage::load_k(int64_t layer, int64_t slot, float* out) const {
   TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
               "kv load: layer {} slot {}", layer, slot);
-  dequantize_row(shape_.dtype, k_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
+  dequantize_row(shape_.types.k, k_bytes(layer) + slot * k_slot_bytes_, out, shape_.slot_elements());
 }
 
 void KvStorage::load_v(int64_t layer, int64_t slot, float* out) const {
   TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
               "kv load: layer {} slot {}", layer, slot);
-  dequantize_row(shape_.dtype, v_bytes(layer) + slot * slot_bytes(), out, shape_.slot_elements());
+  dequantize_row(shape_.types.v, v_bytes(layer) + slot * v_slot_bytes_, out, shape_.slot_elements());
 }
 
 void KvStorage::copy_block(int64_t src_block, int64_t dst_block) {
@@ -80,11 +84,12 @@ void KvStorage::copy_block(int64_t src_block, int64_t dst_block) {
               "kv copy_block: blocks {} -> {} outside [0, {})", src_block, dst_block,
               shape_.n_blocks);
   if (src_block == dst_block) return;
-  const int64_t block_bytes = shape_.block_size * slot_bytes();  // one layer, K or V
   for (int64_t l = 0; l < shape_.n_layers; ++l) {
-    for (std::byte* base : {k_bytes(l), v_bytes(l)})
+    for (auto [base, slot_bytes] : {std::pair{k_bytes(l), k_slot_bytes_}, std::pair{v_bytes(l), v_slot_bytes_}}) {
+      const int64_t block_bytes = shape_.block_size * slot_bytes;  // one layer, K or V
       std::memcpy(base + dst_block * block_bytes, base + src_block * block_bytes,
                   static_cast<size_t>(block_bytes));
+    }
   }
 }
 

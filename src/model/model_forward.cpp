@@ -114,7 +114,8 @@ class ForwardStep {
     KvWriteArgs w;
     w.k = kv_.k_bytes(l);
     w.v = kv_.v_bytes(l);
-    w.dtype = kv_.dtype();
+    w.k_dtype = kv_.types().k;
+    w.v_dtype = kv_.types().v;
     w.row = c_.kv_dim();
     w.n_tokens = n_;
     w.slots = s_.slots;

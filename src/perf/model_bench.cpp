@@ -54,8 +54,8 @@ struct BenchKv {
 Result<BenchKv> make_kv(const Model& model, const ModelBenchOptions& o, int64_t n_seqs,
                         int64_t positions) {
   const int64_t per_seq = (positions + o.block_size - 1) / o.block_size;
-  KvStorageShape shape = KvStorageShape::for_model(model.config(), n_seqs * per_seq, o.block_size);
-  shape.dtype = o.kv_type;
+  const KvStorageShape shape =
+      KvStorageShape::for_model(model.config(), n_seqs * per_seq, o.block_size, o.kv_type);
   TALLY_ASSIGN_OR_RETURN(KvStorage kv, KvStorage::create(shape));
   BenchKv b{std::move(kv), per_seq, {}, {}};
   b.table_ids.resize(static_cast<size_t>(n_seqs * per_seq));
@@ -185,14 +185,15 @@ Status validate_model_bench_options(const ModelBenchOptions& o, const ModelConfi
     return make_error(kBad, "bench: {} repetitions, {} warm-up", o.repetitions, o.warmup);
   if (o.block_size < 1)
     return make_error(kBad, "bench: KV block size {} is not positive", o.block_size);
-  if (o.kv_type != DType::kF32 && o.kv_type != DType::kF16 && o.kv_type != DType::kBF16)
-    return make_error(kBad, "bench: KV type {} is not f32, f16 or bf16", dtype_name(o.kv_type));
+  for (DType t : {o.kv_type.k, o.kv_type.v})
+    if (!kv_type_is_valid(t))
+      return make_error(kBad, "bench: KV type {} is not f32, f16, bf16, q8_0 or q4_0", dtype_name(t));
   if (o.bandwidth_bytes < (size_t{1} << 20))
     return make_error(kBad, "bench: bandwidth buffer of {} bytes is too small", o.bandwidth_bytes);
   return Status::ok_status();
 }
 
-ModelCost model_cost(const Model& model, DType kv_type) {
+ModelCost model_cost(const Model& model, KvTypes kv_type) {
   const ModelWeights& w = model.weights();
   const ModelConfig& config = model.config();
   ModelCost c;
@@ -229,9 +230,7 @@ ModelCost model_cost(const Model& model, DType kv_type) {
   c.output_type = w.output.type;
   c.output_flops = matrix_flops(w.output);
   c.embd_row_bytes = dtype_row_bytes(w.token_embd.type, w.token_embd.n_in);
-  KvStorageShape kv = KvStorageShape::for_model(model.config(), 1, 1);
-  kv.dtype = kv_type;
-  c.kv_bytes_per_token = kv.bytes_per_token();
+  c.kv_bytes_per_token = KvStorageShape::for_model(model.config(), 1, 1, kv_type).bytes_per_token();
   return c;
 }
 

@@ -41,6 +41,7 @@
 #include "perf/memory_bandwidth.h"
 #include "perf/stats.h"
 #include "tensor/dtype.h"
+#include "tensor/kv_types.h"
 
 namespace tally::perf {
 
@@ -55,7 +56,7 @@ struct ModelBenchOptions {
   int64_t kv_len = 128;  // positions each decoding sequence already holds
   int repetitions = 5;
   int warmup = 1;
-  DType kv_type = DType::kF32;
+  KvTypes kv_type = DType::kF32;  // storage types of K and V
   int64_t block_size = 16;  // KV block
   size_t bandwidth_bytes = kDefaultBandwidthBytes;
   CeilingBandwidth ceiling = CeilingBandwidth::kRead;
@@ -84,7 +85,7 @@ struct ModelCost {
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
 };
-ModelCost model_cost(const Model& model, DType kv_type);
+ModelCost model_cost(const Model& model, KvTypes kv_type);
 
 // Distinct experts per layer that a decode step of B tokens reads: k at B = 1, and
 // E (1 - (1 - k/E)^B) beyond, the expectation when tokens pick experts uniformly (real

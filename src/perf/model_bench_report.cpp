@@ -78,7 +78,7 @@ std::string model_bench_table(const ModelBenchResult& r, const ModelBenchLabel& 
                        r.cost.n_expert, static_cast<double>(r.cost.expert_bytes) / (1 << 20), r.cost.n_expert_used);
   out += fmt::format(
       "  {} threads, matmul path {}, KV {}, decode at {} positions, prefill chunks of {}\n",
-      r.n_threads, r.matmul_path, dtype_name(o.kv_type), o.kv_len, o.ubatch);
+      r.n_threads, r.matmul_path, kv_types_name(o.kv_type), o.kv_len, o.ubatch);
   out += fmt::format(
       "  load average {:.2f} at start, {:.2f} at end; each figure: median of {} after {} warm-up\n",
       r.load_before[0], r.load_after[0], o.repetitions, o.warmup);
@@ -125,7 +125,7 @@ nlohmann::json model_bench_json(const ModelBenchResult& r, const ModelBenchLabel
                 {"n_embd", label.n_embd}};
   j["settings"] = {{"threads", r.n_threads},
                    {"matmul_path", r.matmul_path},
-                   {"kv_type", dtype_name(o.kv_type)},
+                   {"kv_type", kv_types_name(o.kv_type)},
                    {"kv_len", o.kv_len},
                    {"ubatch", o.ubatch},
                    {"repetitions", o.repetitions},

@@ -34,9 +34,10 @@ Status validate_options(const PlanModel& m, const PlanOptions& o) {
   TALLY_RETURN_IF_ERROR(check_range("batch tokens", o.batch_tokens, 1, kMaxBatchTokens));
   TALLY_RETURN_IF_ERROR(check_range("overhead bytes", o.overhead_bytes, 0, INT64_MAX / 4));
   if (o.budget) TALLY_RETURN_IF_ERROR(check_range("memory budget", *o.budget, 0, INT64_MAX / 4));
-  if (o.kv_type != DType::kF32 && o.kv_type != DType::kF16 && o.kv_type != DType::kBF16)
-    return make_error(ErrorCode::kUnsupported, "kv type {} is not supported (f32, f16, bf16)",
-                      dtype_name(o.kv_type));
+  for (DType t : {o.kv_type.k, o.kv_type.v})
+    if (!kv_type_is_valid(t))
+      return make_error(ErrorCode::kUnsupported, "kv type {} is not supported (f32, f16, bf16, q8_0, q4_0)",
+                        dtype_name(t));
   if (o.weights && o.weights->from_file && !m.has_file_bytes())
     return make_error(ErrorCode::kInvalidArgument,
                       "weights 'file' needs a GGUF model; '{}' comes from a {}", m.name, m.source);
@@ -167,9 +168,9 @@ void add_activations(const PlanModel& m, Plan& p) {
 
 Status add_kv(const PlanModel& m, Plan& p) {
   const PlanOptions& o = p.options;
-  const int64_t elem = dtype_info(o.kv_type).block_bytes;
-  // K and V, every layer, the KV heads this rank holds.
-  p.kv_bytes_per_token = 2 * m.n_layers * p.kv_heads_per_rank * m.head_dim * elem;
+  TALLY_RETURN_IF_ERROR(kv_types_check_shape(o.kv_type, p.kv_heads_per_rank, m.head_dim));
+  // K and V, every layer, the KV heads this rank holds (KvStorageShape::bytes_per_token).
+  p.kv_bytes_per_token = m.n_layers * kv_types_row_bytes(o.kv_type, p.kv_heads_per_rank * m.head_dim);
   p.kv_bytes_per_token_all_ranks = p.kv_bytes_per_token * o.tp;
   p.kv_block_bytes = o.block_size * p.kv_bytes_per_token;
   p.blocks_per_sequence = ceil_div(o.context, o.block_size);
@@ -205,17 +206,6 @@ void add_capacity(const PlanModel& m, Plan& p) {
 }
 
 }  // namespace
-
-Result<DType> kv_type_from_name(std::string_view name) {
-  const std::string n = ascii_lower(name);
-  if (n == "f32") return DType::kF32;
-  if (n == "f16") return DType::kF16;
-  if (n == "bf16") return DType::kBF16;
-  if (n == "int8" || n == "i8" || n == "q8_0")
-    return make_error(ErrorCode::kUnsupported, "kv type '{}' is not supported yet (f32, f16, bf16)",
-                      name);
-  return make_error(ErrorCode::kInvalidArgument, "unknown kv type '{}' (f32, f16, bf16)", name);
-}
 
 Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options) {
   TALLY_RETURN_IF_ERROR(plan_model_validate(model));

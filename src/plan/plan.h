@@ -26,7 +26,7 @@ inline constexpr int64_t kDefaultOverheadBytes = int64_t{256} << 20;
 struct PlanOptions {
   std::optional<WeightFormat> weights;  // default: weight_format_native(model)
   // Defaults: run_defaults.h, the same as the engine's.
-  DType kv_type = kDefaultKvType;       // f32, f16 or bf16 (int8 later)
+  KvTypes kv_type = kDefaultKvType;     // K and V: f32, f16, bf16, q8_0, q4_0
   int64_t context = kDefaultContext;    // tokens per sequence; 0 = the model's context
   int64_t concurrency = kDefaultMaxSeqs;  // sequences resident at once
   int64_t tp = 1;                       // tensor-parallel ranks
@@ -36,9 +36,6 @@ struct PlanOptions {
   std::optional<int64_t> budget;        // bytes of memory per rank; none = needs only
   int64_t overhead_bytes = kDefaultOverheadBytes;
 };
-
-// "f32", "f16", "bf16"; int8/q8_0 are refused as not supported yet.
-Result<DType> kv_type_from_name(std::string_view name);
 
 // Weight bytes of one type over the whole model (a mixed file has several).
 struct WeightTypeBytes {

@@ -62,7 +62,7 @@ void model_section(std::string& out, const Plan& p) {
   const PlanOptions& o = p.options;
   out += fmt::format(
       "plan        {} x {} tokens, kv {}, block {}, batch {} tokens, tensor parallel {}\n\n",
-      o.concurrency, o.context, dtype_name(o.kv_type), o.block_size, o.batch_tokens, o.tp);
+      o.concurrency, o.context, kv_types_name(o.kv_type), o.block_size, o.batch_tokens, o.tp);
 }
 
 void memory_section(std::string& out, const Plan& p) {
@@ -81,13 +81,26 @@ void memory_section(std::string& out, const Plan& p) {
   out += '\n';
 }
 
+// Bytes a value of a KV type takes: 2 for f16, 34/32 for q8_0.
+double plan_kv_value_bytes(DType t) {
+  return static_cast<double>(dtype_info(t).block_bytes) / static_cast<double>(dtype_info(t).block_size);
+}
+
+std::string kv_per_token_formula(const Plan& p) {
+  const KvTypes t = p.options.kv_type;
+  const std::string dims = fmt::format("{} layers x {} KV heads x {} dims", p.model.n_layers,
+                                       p.kv_heads_per_rank, p.model.head_dim);
+  if (t.k == t.v)
+    return fmt::format("= 2 x {} x {:g} B ({})", dims, plan_kv_value_bytes(t.k), kv_types_name(t));
+  return fmt::format("= {} x ({:g} + {:g}) B (K {}, V {})", dims, plan_kv_value_bytes(t.k),
+                     plan_kv_value_bytes(t.v), dtype_name(t.k), dtype_name(t.v));
+}
+
 void kv_section(std::string& out, const Plan& p) {
   const PlanOptions& o = p.options;
   out += "KV cache\n";
   row(out, "per token", format_bytes(p.kv_bytes_per_token),
-      fmt::format("= 2 x {} layers x {} KV heads x {} dims x {} B ({})", p.model.n_layers,
-                  p.kv_heads_per_rank, p.model.head_dim, dtype_info(o.kv_type).block_bytes,
-                  dtype_name(o.kv_type)));
+      kv_per_token_formula(p));
   row(out, "per block", format_bytes(p.kv_block_bytes), fmt::format("{} tokens", o.block_size));
   row(out, "blocks per sequence", grouped(p.blocks_per_sequence),
       fmt::format("{} tokens", o.context));
@@ -143,7 +156,8 @@ nlohmann::json plan_json(const Plan& p) {
                 {"qkv_bias", m.qkv_bias}, {"n_params", p.n_params},
                 {"n_expert", m.n_expert}, {"n_expert_used", m.n_expert_used},
                 {"n_ff_exp", m.n_ff_exp}, {"n_ff_shexp", m.n_ff_shexp}};
-  j["options"] = {{"weights", o.weights->name},   {"kv_type", dtype_name(o.kv_type)},
+  j["options"] = {{"weights", o.weights->name},   {"kv_type", kv_types_name(o.kv_type)},
+                  {"kv_type_k", dtype_name(o.kv_type.k)}, {"kv_type_v", dtype_name(o.kv_type.v)},
                   {"context", o.context},         {"concurrency", o.concurrency},
                   {"tp", o.tp},                   {"block_size", o.block_size},
                   {"batch_tokens", o.batch_tokens},

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "tensor/dtype.h"
+#include "tensor/kv_types.h"
 
 namespace tally::plan {
 

@@ -40,7 +40,7 @@ namespace tally {
 struct BatchRunnerConfig {
   int64_t n_blocks = 0;
   int64_t block_size = 16;
-  DType kv_type = DType::kF32;
+  KvTypes kv_type = DType::kF32;  // storage types of K and V
   int64_t max_tokens = 512;   // tokens per step (the scheduler's token budget)
   int64_t max_rows = 64;      // sequences per step
   int64_t max_seqs = 64;      // sequences resident at once (the scheduler's max_seqs)

@@ -5,6 +5,7 @@
 #include "backend/cpu/attention_impl.h"
 #include "backend/cpu/kv_row.h"
 #include "base/check.h"
+#include "tensor/kv_types.h"
 
 namespace tally::cpu {
 
@@ -13,29 +14,28 @@ namespace {
 // Inner loops of the scalar path (also the reference of the SIMD paths).
 struct ScalarKernels {
   template <class E>
-  static float dot(const float* a, const typename E::T* b, int64_t n) {
+  static float dot(const float* a, typename E::Row b, int64_t n) {
     float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * E::to_f32(b[i]);
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * E::at(b, i);
     return sum;
   }
   template <class E>
-  static void axpy(float* y, float w, const typename E::T* x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] += w * E::to_f32(x[i]);
+  static void axpy(float* y, float w, typename E::Row x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += w * E::at(x, i);
   }
   // dots[g] = q[g] . k for the ng heads of q ([ng][n]).
   template <class E>
-  static void scores(const float* q, int64_t ng, const typename E::T* k, int64_t n, float* dots) {
+  static void scores(const float* q, int64_t ng, typename E::Row k, int64_t n, float* dots) {
     for (int64_t g = 0; g < ng; ++g) dots[g] = dot<E>(q + g * n, k, n);
   }
   // out[g] += w[g * w_stride + p] * v[p] for the chunk's positions p in order, where v[p] is
   // the row at v_layer + offset[p].
   template <class E>
   static void weighted_sum(float* out, int64_t ng, const float* w, int64_t w_stride,
-                           const typename E::T* v_layer, const int64_t* offset, int64_t nc,
-                           int64_t n) {
+                           const void* v_layer, const int64_t* offset, int64_t nc, int64_t n) {
     for (int64_t p = 0; p < nc; ++p)
       for (int64_t g = 0; g < ng; ++g)
-        axpy<E>(out + g * n, w[g * w_stride + p], v_layer + offset[p], n);
+        axpy<E>(out + g * n, w[g * w_stride + p], E::row(v_layer, offset[p]), n);
   }
   static void scale(float* y, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] *= a;
@@ -49,7 +49,8 @@ struct ScalarKernels {
 
 void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int64_t kv_head) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
-  TALLY_DCHECK(kv_type_supported(args.kv.dtype), "KV type {}", dtype_name(args.kv.dtype));
+  TALLY_DCHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
+               "KV types {}/{}", dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
   switch (isa) {
     case IsaLevel::kAvx512: return detail::attention_task_avx512(args, token, kv_head);
     case IsaLevel::kAvx2: return detail::attention_task_avx2(args, token, kv_head);
@@ -61,8 +62,14 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
   TALLY_CHECK(args.n_kv_heads > 0 && args.n_heads % args.n_kv_heads == 0,
               "{} query heads do not split into {} KV heads", args.n_heads, args.n_kv_heads);
   TALLY_CHECK(args.kv.block_size > 0, "block size {}", args.kv.block_size);
-  TALLY_CHECK(kv_type_supported(args.kv.dtype), "attention over a {} KV cache",
-              dtype_name(args.kv.dtype));
+  TALLY_CHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
+              "attention over a {}/{} KV cache", dtype_name(args.kv.k_dtype),
+              dtype_name(args.kv.v_dtype));
+  // q8_0 / q4_0 rows are read by block arithmetic that needs whole blocks per row and heads
+  // that tile them (KvStorage::create refuses other shapes).
+  TALLY_CHECK(kv_types_check_shape({args.kv.k_dtype, args.kv.v_dtype}, args.n_kv_heads, args.head_dim).ok(),
+              "attention: {} KV heads of {} values do not tile {}/{} blocks", args.n_kv_heads,
+              args.head_dim, dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
   const IsaLevel isa = cpu_isa_level();
   // One task per (token, KV head): each owns its output rows, so no reduction is split.
   // Tasks are handed out in groups big enough to be worth waking a worker for; the grouping

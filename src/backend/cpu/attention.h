@@ -13,9 +13,10 @@
 // size or the thread count. Query heads that share a KV head (GQA) are processed together so
 // each K/V row is read once per group (per kAttentionGroup query heads).
 //
-// K/V may be stored as f32, f16 or bf16 (PagedKvLayer::dtype); 16-bit values are widened to f32
-// as they are loaded, and the arithmetic is then exactly the f32 path's: attention over an
-// f16/bf16 cache gives the bits of attention over an f32 cache holding the widened values.
+// K and V may each be stored as f32, f16, bf16, q8_0 or q4_0 (PagedKvLayer::k_dtype, v_dtype);
+// 16-bit values are widened and quantized blocks dequantized to f32 as they are loaded, and the
+// arithmetic is then exactly the f32 path's: attention over such a cache gives the bits of
+// attention over an f32 cache holding the widened (dequantized) values.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,7 @@ inline constexpr int64_t kAttentionChunk = 64;
 inline constexpr int64_t kAttentionGroup = 8;
 
 // The arguments (block tables, one layer of the KV pool: K and V each
-// [n_blocks][block_size][n_kv_heads][head_dim] of f32, f16 or bf16 (kv_row.h)) are the backend
+// [n_blocks][block_size][n_kv_heads][head_dim] of a KV type (kv_row.h)) are the backend
 // interface's types (backend/backend_types.h).
 using tally::AttentionArgs;
 using tally::BlockTableView;

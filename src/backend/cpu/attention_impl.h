@@ -1,7 +1,7 @@
 // The attention algorithm of attention.h, once, over a kernel set K that supplies the inner
 // loops (scores, weighted_sum, scale, exp_inplace): scalar in attention.cpp, SIMD in
-// attention_simd.h. scores and weighted_sum read K/V rows of a storage type E (KvF32, KvF16,
-// KvBF16), widening as they load.
+// attention_simd.h. scores reads K rows of a storage type EK, weighted_sum V rows of EV
+// (KvF32, KvF16, KvBF16, KvQ8_0, KvQ4_0), widening or dequantizing as they load.
 //
 // Every path computes each score as one dot product (lanes of fma, then a fixed lane sum, then
 // the tail in index order) and each output element as one fma chain over the positions in
@@ -14,23 +14,79 @@
 
 #include "backend/cpu/attention.h"
 #include "tensor/half.h"
+#include "tensor/quant_blocks.h"
 
 namespace tally::cpu {
 namespace {
 
-// K/V storage types: the stored element and its exact widening to f32.
-struct KvF32 {
-  using T = float;
-  static float to_f32(float x) { return x; }
+// K/V storage types. Each names a row of hd values of one head (Row, from the layer's base and
+// the element offset of the row's first value), reads value i of it exactly widened to f32
+// (at), and says which bytes the row occupies (addr, bytes: for the prefetches).
+template <class T>
+struct KvPlain {
+  using Row = const T*;
+  static Row row(const void* layer, int64_t elem) { return static_cast<const T*>(layer) + elem; }
+  static const void* addr(Row r) { return r; }
+  static int64_t bytes(Row, int64_t hd) { return hd * static_cast<int64_t>(sizeof(T)); }
 };
-struct KvF16 {
-  using T = uint16_t;
-  static float to_f32(uint16_t h) { return f16_to_f32(h); }
+struct KvF32 : KvPlain<float> {
+  static float at(Row r, int64_t i) { return r[i]; }
 };
-struct KvBF16 {
-  using T = uint16_t;
-  static float to_f32(uint16_t b) { return bf16_to_f32(b); }
+struct KvF16 : KvPlain<uint16_t> {
+  static float at(Row r, int64_t i) { return f16_to_f32(r[i]); }
 };
+struct KvBF16 : KvPlain<uint16_t> {
+  static float at(Row r, int64_t i) { return bf16_to_f32(r[i]); }
+};
+
+// A head's row in blocks of 32: value i is element start + i of the blocks from `block` on.
+// kv_types_check_shape keeps start + hd within whole blocks and start a multiple of hd.
+template <class B>
+struct KvBlockRow {
+  const B* block;
+  int64_t start;
+};
+template <class B>
+struct KvBlocked {
+  using Row = KvBlockRow<B>;
+  static Row row(const void* layer, int64_t elem) {
+    return {static_cast<const B*>(layer) + elem / kQBlock, elem % kQBlock};
+  }
+  static const void* addr(Row r) { return r.block; }
+  static int64_t bytes(Row r, int64_t hd) {
+    return (r.start + hd + kQBlock - 1) / kQBlock * static_cast<int64_t>(sizeof(B));
+  }
+};
+// q8_0: d * qs[j], as tensor/quantize.h dequantizes it.
+struct KvQ8_0 : KvBlocked<BlockQ8_0> {
+  static float at(Row r, int64_t i) {
+    const int64_t j = r.start + i;
+    const BlockQ8_0& b = r.block[j / kQBlock];
+    return static_cast<float>(b.qs[j % kQBlock]) * f16_to_f32(b.d);
+  }
+};
+// q4_0: d * (q - 8), q the low nibble of qs[j] for j < 16, the high nibble of qs[j - 16] after.
+struct KvQ4_0 : KvBlocked<BlockQ4_0> {
+  static float at(Row r, int64_t i) {
+    const int64_t j = r.start + i;
+    const BlockQ4_0& b = r.block[j / kQBlock];
+    const int64_t jj = j % kQBlock;
+    const int q = jj < kQBlock / 2 ? (b.qs[jj] & 15) : (b.qs[jj - kQBlock / 2] >> 4);
+    return static_cast<float>(q - 8) * f16_to_f32(b.d);
+  }
+};
+
+// f.template operator()<E>() with E the storage type of `type` (a KV type: callers check).
+template <class F>
+void with_kv_storage(DType type, F&& f) {
+  switch (type) {
+    case DType::kF16: return f.template operator()<KvF16>();
+    case DType::kBF16: return f.template operator()<KvBF16>();
+    case DType::kQ8_0: return f.template operator()<KvQ8_0>();
+    case DType::kQ4_0: return f.template operator()<KvQ4_0>();
+    default: return f.template operator()<KvF32>();
+  }
+}
 
 // Running softmax state of one query head: max m, sum l, unnormalized output in out.
 template <class K>
@@ -54,11 +110,10 @@ void attention_softmax_update(float* s, int64_t nc, float& m, float& l, float* o
 // Asks for one K or V row ahead of its use. A head's rows sit one slot apart (n_kv_heads *
 // head_dim values) in scattered blocks, so the hardware prefetchers do not see them coming:
 // without this attention waits out one memory latency per position.
-template <class T>
-void prefetch_row(const T* row, int64_t hd) {
-  const char* bytes = reinterpret_cast<const char*>(row);
-  for (int64_t b = 0; b < hd * static_cast<int64_t>(sizeof(T)); b += 64)
-    __builtin_prefetch(bytes + b, 0, 3);
+template <class E>
+void prefetch_row(typename E::Row row, int64_t hd) {
+  const char* bytes = static_cast<const char*>(E::addr(row));
+  for (int64_t b = 0; b < E::bytes(row, hd); b += 64) __builtin_prefetch(bytes + b, 0, 3);
 }
 
 // How many positions ahead of the scores the K rows are asked for: enough rows in flight to
@@ -66,9 +121,8 @@ void prefetch_row(const T* row, int64_t hd) {
 inline constexpr int64_t kAttentionPrefetchAhead = 8;
 
 // Query heads [g0, g0 + ng) of KV head kvh for token t.
-template <class K, class E>
+template <class K, class EK, class EV>
 void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
-  using T = typename E::T;
   const int64_t hd = a.head_dim;
   const int64_t n_rep = a.n_heads / a.n_kv_heads;
   const int64_t n_ctx = static_cast<int64_t>(a.positions[t]) + 1;
@@ -80,8 +134,8 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
   const float divisor = a.score_divisor > 0.0f ? a.score_divisor : __builtin_sqrtf(static_cast<float>(hd));
   const float* q = a.q + (t * a.n_heads + kvh * n_rep + g0) * hd;  // [ng][hd]
   float* out = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd;    // [ng][hd]
-  const T* k_layer = static_cast<const T*>(a.kv.k);
-  const T* v_layer = static_cast<const T*>(a.kv.v);
+  const void* k_layer = a.kv.k;
+  const void* v_layer = a.kv.v;
 
   float m[kAttentionGroup];
   float l[kAttentionGroup];
@@ -100,12 +154,13 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
       offset[p] = slot * slot_stride + kvh * hd;
     }
     constexpr int64_t kAhead = kAttentionPrefetchAhead;
-    for (int64_t p = 0; p < nc && p < kAhead; ++p) prefetch_row(k_layer + offset[p], hd);
+    for (int64_t p = 0; p < nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
     for (int64_t p = 0; p < nc; ++p) {
-      if (p + kAhead < nc) prefetch_row(k_layer + offset[p + kAhead], hd);
-      prefetch_row(v_layer + offset[p], hd);  // used after the chunk's scores: by then in cache
+      if (p + kAhead < nc) prefetch_row<EK>(EK::row(k_layer, offset[p + kAhead]), hd);
+      // V is used after the chunk's scores: by then in cache.
+      prefetch_row<EV>(EV::row(v_layer, offset[p]), hd);
       float dots[kAttentionGroup];
-      K::template scores<E>(q, ng, k_layer + offset[p], hd, dots);
+      K::template scores<EK>(q, ng, EK::row(k_layer, offset[p]), hd, dots);
       for (int64_t g = 0; g < ng; ++g) s[g][p] = dots[g];
     }
     for (int64_t g = 0; g < ng; ++g)  // a separate pass: the compiler turns it into vector divides
@@ -115,31 +170,26 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
         for (int64_t p = 0; p < nc; ++p) s[g][p] = a.softcap * __builtin_tanhf(s[g][p] / a.softcap);
     for (int64_t g = 0; g < ng; ++g)
       attention_softmax_update<K>(s[g], nc, m[g], l[g], out + g * hd, hd);
-    K::template weighted_sum<E>(out, ng, &s[0][0], kAttentionChunk, v_layer, offset, nc, hd);
+    K::template weighted_sum<EV>(out, ng, &s[0][0], kAttentionChunk, v_layer, offset, nc, hd);
   }
   for (int64_t g = 0; g < ng; ++g) K::scale(out + g * hd, 1.0f / l[g], hd);
 }
 
-template <class K, class E>
+template <class K, class EK, class EV>
 void attention_task_typed(const AttentionArgs& a, int64_t t, int64_t kvh) {
   const int64_t n_rep = a.n_heads / a.n_kv_heads;
   for (int64_t g0 = 0; g0 < n_rep; g0 += kAttentionGroup) {
     const int64_t ng = n_rep - g0 < kAttentionGroup ? n_rep - g0 : kAttentionGroup;
-    attention_subgroup<K, E>(a, t, kvh, g0, ng);
+    attention_subgroup<K, EK, EV>(a, t, kvh, g0, ng);
   }
 }
 
-// Dispatch on the storage type (checked by the callers: f32, f16 or bf16).
+// Dispatch on the storage types of K and V (checked by the callers).
 template <class K>
 void attention_task_impl(const AttentionArgs& a, int64_t t, int64_t kvh) {
-  switch (a.kv.dtype) {
-    case DType::kF16:
-      return attention_task_typed<K, KvF16>(a, t, kvh);
-    case DType::kBF16:
-      return attention_task_typed<K, KvBF16>(a, t, kvh);
-    default:
-      return attention_task_typed<K, KvF32>(a, t, kvh);
-  }
+  with_kv_storage(a.kv.k_dtype, [&]<class EK>() {
+    with_kv_storage(a.kv.v_dtype, [&]<class EV>() { attention_task_typed<K, EK, EV>(a, t, kvh); });
+  });
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Inner loops of attention over a SIMD primitive set S with 16-bit loads (simd_half_*.h).
+// Inner loops of attention over a SIMD primitive set S with 16-bit and 8/4-bit integer loads
+// (simd_half_*.h).
 // Include only from *_avx2.cpp / *_avx512.cpp, after the primitive header.
 #pragma once
 
@@ -17,15 +18,27 @@ struct SimdKernels {
 
   using V = typename S::V;
 
-  // kW values of storage type E, widened to f32.
+  // Values i..i+kW-1 of a row of storage type E, widened or dequantized to f32 with the bits
+  // of E::at. For q8_0 / q4_0 the kW values lie in one block (and one nibble half): i is a
+  // multiple of kW, kW divides 16, and a row starts at a multiple of its length in a block.
   template <class E>
-  static V load_kv(const typename E::T* p) {
+  static V load_kv(typename E::Row r, int64_t i) {
     if constexpr (std::is_same_v<E, KvF16>) {
-      return S::load_f16(p);
+      return S::load_f16(r + i);
     } else if constexpr (std::is_same_v<E, KvBF16>) {
-      return S::load_bf16(p);
+      return S::load_bf16(r + i);
+    } else if constexpr (std::is_same_v<E, KvQ8_0>) {
+      const int64_t j = r.start + i;
+      const BlockQ8_0& b = r.block[j / kQBlock];
+      return S::mul(S::load_i8(b.qs + j % kQBlock), S::set1_f16(b.d));
+    } else if constexpr (std::is_same_v<E, KvQ4_0>) {
+      const int64_t j = r.start + i;
+      const BlockQ4_0& b = r.block[j / kQBlock];
+      const int64_t jj = j % kQBlock;
+      const V q = jj < kQBlock / 2 ? S::load_q4_low(b.qs + jj) : S::load_q4_high(b.qs + jj - kQBlock / 2);
+      return S::mul(q, S::set1_f16(b.d));
     } else {
-      return S::load(p);
+      return S::load(r + i);
     }
   }
   // f.template operator()<NG>() with NG = ng (1..kAttentionGroup) as a constant, so the
@@ -49,22 +62,22 @@ struct SimdKernels {
   // tail in index order), for any E. Each K vector is loaded (and widened) once for all the
   // heads, and the heads' NG fma chains run side by side.
   template <class E, int NG>
-  static void scores_n(const float* q, const typename E::T* k, int64_t n, float* dots) {
+  static void scores_n(const float* q, typename E::Row k, int64_t n, float* dots) {
     const int64_t nv = n >= kW ? n - n % kW : 0;
     V acc[NG];
     for (int g = 0; g < NG; ++g) acc[g] = S::zero();
     for (int64_t i = 0; i < nv; i += kW) {
-      const V kv = load_kv<E>(k + i);
+      const V kv = load_kv<E>(k, i);
       for (int g = 0; g < NG; ++g) acc[g] = S::fmadd(S::load(q + g * n + i), kv, acc[g]);
     }
     for (int g = 0; g < NG; ++g) {
       float sum = nv > 0 ? S::hsum(acc[g]) : 0.0f;
-      for (int64_t i = nv; i < n; ++i) sum = __builtin_fmaf(q[g * n + i], E::to_f32(k[i]), sum);
+      for (int64_t i = nv; i < n; ++i) sum = __builtin_fmaf(q[g * n + i], E::at(k, i), sum);
       dots[g] = sum;
     }
   }
   template <class E>
-  static void scores(const float* q, int64_t ng, const typename E::T* k, int64_t n, float* dots) {
+  static void scores(const float* q, int64_t ng, typename E::Row k, int64_t n, float* dots) {
     with_group_size(ng, [&]<int NG>() { scores_n<E, NG>(q, k, n, dots); });
   }
 
@@ -72,15 +85,14 @@ struct SimdKernels {
   // element one fma chain: one output vector of each head stays in a register across the
   // chunk, and each V vector is loaded (and widened) once for all the heads.
   template <class E, int NG>
-  static void weighted_sum_n(float* out, const float* w, int64_t w_stride,
-                             const typename E::T* v_layer, const int64_t* offset, int64_t nc,
-                             int64_t n) {
+  static void weighted_sum_n(float* out, const float* w, int64_t w_stride, const void* v_layer,
+                             const int64_t* offset, int64_t nc, int64_t n) {
     int64_t i = 0;
     for (; i + kW <= n; i += kW) {
       V acc[NG];
       for (int g = 0; g < NG; ++g) acc[g] = S::load(out + g * n + i);
       for (int64_t p = 0; p < nc; ++p) {
-        const V vv = load_kv<E>(v_layer + offset[p] + i);
+        const V vv = load_kv<E>(E::row(v_layer, offset[p]), i);
         for (int g = 0; g < NG; ++g) acc[g] = S::fmadd(S::set1(w[g * w_stride + p]), vv, acc[g]);
       }
       for (int g = 0; g < NG; ++g) S::store(out + g * n + i, acc[g]);
@@ -88,13 +100,12 @@ struct SimdKernels {
     for (; i < n; ++i)
       for (int64_t p = 0; p < nc; ++p)
         for (int g = 0; g < NG; ++g)
-          out[g * n + i] = __builtin_fmaf(w[g * w_stride + p], E::to_f32(v_layer[offset[p] + i]),
+          out[g * n + i] = __builtin_fmaf(w[g * w_stride + p], E::at(E::row(v_layer, offset[p]), i),
                                           out[g * n + i]);
   }
   template <class E>
   static void weighted_sum(float* out, int64_t ng, const float* w, int64_t w_stride,
-                           const typename E::T* v_layer, const int64_t* offset, int64_t nc,
-                           int64_t n) {
+                           const void* v_layer, const int64_t* offset, int64_t nc, int64_t n) {
     with_group_size(
         ng, [&]<int NG>() { weighted_sum_n<E, NG>(out, w, w_stride, v_layer, offset, nc, n); });
   }

@@ -69,11 +69,13 @@ class CpuBackend final : public Backend {
   }
   // Serial on purpose: two tokens naming the same slot (a caller's bug) must not race.
   void kv_write(const KvWriteArgs& a) const override {
-    const int64_t slot_bytes = a.row * dtype_info(a.dtype).block_bytes;  // block_size is 1
+    const int64_t k_slot_bytes = dtype_row_bytes(a.k_dtype, a.row);
+    const int64_t v_slot_bytes = dtype_row_bytes(a.v_dtype, a.row);
     for (int64_t t = 0; t < a.n_tokens; ++t) {
-      const int64_t offset = a.slots[t] * slot_bytes;
-      kv_row_store(a.dtype, a.k_rows + t * a.row, static_cast<std::byte*>(a.k) + offset, a.row);
-      kv_row_store(a.dtype, a.v_rows + t * a.row, static_cast<std::byte*>(a.v) + offset, a.row);
+      kv_row_store(a.k_dtype, a.k_rows + t * a.row,
+                   static_cast<std::byte*>(a.k) + a.slots[t] * k_slot_bytes, a.row);
+      kv_row_store(a.v_dtype, a.v_rows + t * a.row,
+                   static_cast<std::byte*>(a.v) + a.slots[t] * v_slot_bytes, a.row);
     }
   }
   void attention(const AttentionArgs& args, ThreadPool& pool) const override {

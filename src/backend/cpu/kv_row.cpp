@@ -4,16 +4,23 @@
 
 #include "base/check.h"
 #include "tensor/half.h"
+#include "tensor/kv_types.h"
+#include "tensor/quantize.h"
 
 namespace tally::cpu {
 
-bool kv_type_supported(DType type) {
-  return type == DType::kF32 || type == DType::kF16 || type == DType::kBF16;
-}
+bool kv_type_supported(DType type) { return kv_type_is_valid(type); }
+
+namespace {
+bool kv_row_is_blocked(DType type) { return dtype_info(type).block_size > 1; }
+}  // namespace
 
 void kv_row_store(IsaLevel isa, DType type, const float* src, void* dst, int64_t n) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
   TALLY_DCHECK(kv_type_supported(type), "KV type {}", dtype_name(type));
+  // q8_0 / q4_0: one quantizer for every ISA (a row is written once per token, so its cost
+  // is small), so the cache holds the same bytes on every CPU.
+  if (kv_row_is_blocked(type)) return quantize_row(type, src, dst, n);
   switch (isa) {
     case IsaLevel::kAvx512:
       return detail::kv_row_store_avx512(type, src, dst, n);
@@ -42,6 +49,7 @@ void kv_row_store(DType type, const float* src, void* dst, int64_t n) {
 
 void kv_row_load(DType type, const void* src, float* dst, int64_t n) {
   TALLY_DCHECK(kv_type_supported(type), "KV type {}", dtype_name(type));
+  if (kv_row_is_blocked(type)) return dequantize_row(type, src, dst, n);
   const uint16_t* s = static_cast<const uint16_t*>(src);
   switch (type) {
     case DType::kF16:

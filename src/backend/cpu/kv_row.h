@@ -1,5 +1,6 @@
 // Rows of the KV cache in its storage type. f32 is stored as is; f16 and bf16 are narrowed
-// from f32 with round to nearest, ties to even, and widened back exactly. Every ISA path
+// from f32 with round to nearest, ties to even, and widened back exactly; q8_0 and q4_0 are
+// quantized in blocks of 32 by tensor/quantize.h (n a multiple of 32) and dequantized exactly. Every ISA path
 // stores the bits of the scalar conversions in tensor/half.h (F16C / AVX-512 for whole
 // vectors, the scalar code for the tail), so a cache's contents never depend on the CPU.
 #pragma once
@@ -11,13 +12,13 @@
 
 namespace tally::cpu {
 
-// The KV storage types: f32, f16, bf16.
+// The KV storage types: f32, f16, bf16, q8_0, q4_0.
 bool kv_type_supported(DType type);
 
 // src [n] f32 -> dst [n] of `type`, with the CPU's best path or the given one.
 void kv_row_store(DType type, const float* src, void* dst, int64_t n);
 void kv_row_store(IsaLevel isa, DType type, const float* src, void* dst, int64_t n);
-// dst [n] f32 <- src [n] of `type` (exact).
+// dst [n] f32 <- src [n] of `type` (exact for the stored values).
 void kv_row_load(DType type, const void* src, float* dst, int64_t n);
 
 namespace detail {

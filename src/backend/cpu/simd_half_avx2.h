@@ -1,4 +1,5 @@
-// 16-bit float loads and stores for the AVX2 primitive set: 8 f16 or bf16 values widened to
+// 16-bit float loads and stores for the AVX2 primitive set (and the int8 / 4-bit loads of
+// q8_0 / q4_0 KV blocks): 8 f16 or bf16 values widened to
 // f32 lanes (exact), or f32 lanes narrowed with round to nearest, ties to even, giving the bits
 // of tensor/half.h's scalar conversions (NaNs included). Include only from *_avx2.cpp files.
 #pragma once
@@ -9,6 +10,17 @@ namespace tally::cpu {
 namespace {
 
 struct Avx2Half : Avx2 {
+  // 8 int8 values as f32 (exact).
+  static V load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(load_8_bytes(p)));
+  }
+  // q - 8 of the low (high) nibbles of 8 bytes, as f32: q4_0's levels.
+  static V load_q4_low(const uint8_t* p) { return q4_levels(_mm256_cvtepu8_epi32(load_8_bytes(p))); }
+  static V load_q4_high(const uint8_t* p) {
+    return q4_levels(_mm256_srli_epi32(_mm256_cvtepu8_epi32(load_8_bytes(p)), 4));
+  }
+  // An f16 scale in every lane (exact).
+  static V set1_f16(uint16_t h) { return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(h))); }
   static V load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
@@ -36,6 +48,15 @@ struct Avx2Half : Avx2 {
     // halves, so gather quadwords 0 and 2.
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+  }
+
+ private:
+  static __m128i load_8_bytes(const void* p) {
+    return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  }
+  static V q4_levels(__m256i q) {
+    const __m256i low = _mm256_and_si256(q, _mm256_set1_epi32(15));
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(low, _mm256_set1_epi32(8)));
   }
 };
 

@@ -1,7 +1,7 @@
-// Paged attention over f32, f16 and bf16 KV: each ISA path against a double-precision
-// two-pass reference, bit-for-bit invariance of a token's result to the batch around it, the
-// thread count and the block size, and 16-bit caches giving exactly the f32 path's bits on
-// the widened values.
+// Paged attention over f32, f16, bf16, q8_0 and q4_0 KV (K and V of one type or of two): each
+// ISA path against a double-precision two-pass reference, bit-for-bit invariance of a token's
+// result to the batch around it, the thread count and the block size, and 16-bit and
+// quantized caches giving exactly the f32 path's bits on the widened (dequantized) values.
 #include "backend/cpu/attention.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/kv_row.h"
+#include "tensor/kv_types.h"
 
 namespace tally::cpu {
 namespace {
@@ -25,21 +26,26 @@ std::vector<IsaLevel> available_isas() {
   return out;
 }
 
-constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
 
 struct Shape {
   int64_t n_heads, n_kv_heads, head_dim;
 };
 
+// Whether a cache of these types can hold rows of this shape (q8_0 / q4_0: whole blocks).
+bool shape_fits(const Shape& s, KvTypes types) {
+  return kv_types_check_shape(types, s.n_kv_heads, s.head_dim).ok();
+}
+
 // A KV pool holding some sequences, each with a shuffled (non-contiguous) block table, stored
-// as `dtype`. The logical content (K/V of each sequence position) comes from a seed, so pools
+// as `types` (K, V). The logical content (K/V of each sequence position) comes from a seed, so pools
 // with different block sizes hold the same sequences. Keeps the drawn f32 values and the
 // stored values widened back to f32, and can hand out the widened ones as an f32 layer.
 class Pool {
  public:
   Pool(const Shape& s, int64_t block_size, const std::vector<int64_t>& seq_lens, uint32_t seed,
-       DType dtype = DType::kF32)
-      : s_(s), bs_(block_size), dtype_(dtype) {
+       KvTypes types = DType::kF32)
+      : s_(s), bs_(block_size), types_(types) {
     int64_t n_blocks = 0;
     for (int64_t len : seq_lens) n_blocks += (len + bs_ - 1) / bs_;
     n_blocks += 3;  // unused blocks stay in the pool
@@ -63,15 +69,15 @@ class Pool {
         for (int64_t i = 0; i < row(); ++i) drawn_v_[slot * row() + i] = dist(content);
       }
     }
-    const int64_t bytes = dtype_info(dtype).block_bytes;
-    k_.resize(n * bytes);
-    v_.resize(n * bytes);
-    kv_row_store(IsaLevel::kScalar, dtype, drawn_k_.data(), k_.data(), n);
-    kv_row_store(IsaLevel::kScalar, dtype, drawn_v_.data(), v_.data(), n);
+    // Rows are whole blocks, so the pool quantizes as one long row.
+    k_.resize(dtype_row_bytes(types.k, n));
+    v_.resize(dtype_row_bytes(types.v, n));
+    kv_row_store(IsaLevel::kScalar, types.k, drawn_k_.data(), k_.data(), n);
+    kv_row_store(IsaLevel::kScalar, types.v, drawn_v_.data(), v_.data(), n);
     wide_k_.resize(n);
     wide_v_.resize(n);
-    kv_row_load(dtype, k_.data(), wide_k_.data(), n);
-    kv_row_load(dtype, v_.data(), wide_v_.data(), n);
+    kv_row_load(types.k, k_.data(), wide_k_.data(), n);
+    kv_row_load(types.v, v_.data(), wide_v_.data(), n);
     for (const auto& t : tables_) views_.push_back({t.data(), static_cast<int64_t>(t.size())});
   }
   // Row of (seq, pos, kv head): as drawn (wide = false) or as stored, widened (wide = true).
@@ -81,7 +87,7 @@ class Pool {
   const float* v_at(int64_t seq, int64_t pos, int64_t kvh, bool wide) const {
     return (wide ? wide_v_ : drawn_v_).data() + slot(seq, pos) * row() + kvh * s_.head_dim;
   }
-  PagedKvLayer layer() const { return {k_.data(), v_.data(), bs_, dtype_}; }
+  PagedKvLayer layer() const { return {k_.data(), v_.data(), bs_, types_.k, types_.v}; }
   // The stored values widened, as an f32 cache.
   PagedKvLayer widened_layer() const { return {wide_k_.data(), wide_v_.data(), bs_}; }
   const BlockTableView* views() const { return views_.data(); }
@@ -91,7 +97,7 @@ class Pool {
   int64_t slot(int64_t seq, int64_t pos) const { return tables_[seq][pos / bs_] * bs_ + pos % bs_; }
   Shape s_;
   int64_t bs_;
-  DType dtype_;
+  KvTypes types_;
   std::vector<float> drawn_k_, drawn_v_, wide_k_, wide_v_;
   std::vector<uint8_t> k_, v_;  // as stored
   std::vector<std::vector<int32_t>> tables_;
@@ -194,15 +200,23 @@ const Shape kShapes[] = {
 };
 
 // What storing K/V in the type costs against exact attention on the drawn f32 values
-// (|q| ~ 1, |k| ~ 2, |v| ~ 1): f16 keeps 11 significant bits, bf16 8.
+// (|q| ~ 1, |k| ~ 2, |v| ~ 1): f16 keeps 11 significant bits, bf16 8; q8_0 a step of 1/127
+// of each 32-block's largest value, q4_0 1/8.
 double storage_tolerance(DType t) {
-  return t == DType::kF32 ? 2e-5 : t == DType::kF16 ? 3e-3 : 2.5e-2;
+  switch (t) {
+    case DType::kF32: return 2e-5;
+    case DType::kF16: return 3e-3;
+    case DType::kBF16: return 2.5e-2;
+    case DType::kQ8_0: return 6e-2;
+    default: return 1.0;
+  }
 }
 
 TEST(Attention, EveryPathMatchesReference) {
   for (DType dtype : kKvTypes)
     for (const Shape& s : kShapes)
       for (int64_t bs : {16, 5}) {
+        if (!shape_fits(s, dtype)) continue;
         const Pool pool(s, bs, {150, 5, 70}, 3, dtype);
         const Query q = make_queries(s, {0, 0, 0, 1, 2, 2, 0}, {0, 63, 64, 4, 65, 69, 149}, 4);
         // Against the stored values: only the f32 arithmetic's error.
@@ -224,18 +238,41 @@ TEST(Attention, EveryPathMatchesReference) {
       }
 }
 
-// A 16-bit cache widens on load and then runs the f32 arithmetic unchanged: the same bits as
-// an f32 cache holding the widened values, on every path.
-TEST(Attention, HalfCachesGiveTheF32BitsOfTheirValues) {
-  for (DType dtype : {DType::kF16, DType::kBF16})
+// A 16-bit or quantized cache widens (dequantizes) on load and then runs the f32 arithmetic
+// unchanged: the same bits as an f32 cache holding the widened values, on every path, for K
+// and V of one type or of two.
+TEST(Attention, NarrowCachesGiveTheF32BitsOfTheirValues) {
+  const KvTypes pairs[] = {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                           {DType::kQ8_0, DType::kF16}, {DType::kF16, DType::kQ4_0},
+                           {DType::kQ4_0, DType::kQ8_0}};
+  for (KvTypes types : pairs)
     for (const Shape& s : kShapes) {
-      const Pool pool(s, 16, {150, 5, 70}, 3, dtype);
+      if (!shape_fits(s, types)) continue;
+      const Pool pool(s, 16, {150, 5, 70}, 3, types);
       const Query q = make_queries(s, {0, 0, 1, 2, 0}, {0, 64, 4, 69, 149}, 5);
       for (IsaLevel isa : available_isas()) {
-        const auto half = run(isa, s, pool, q);
+        const auto narrow = run(isa, s, pool, q);
         const auto wide = run_layer(isa, s, pool.widened_layer(), pool.views(), q);
-        ASSERT_EQ(0, std::memcmp(half.data(), wide.data(), half.size() * sizeof(float)))
-            << dtype_name(dtype) << " head_dim=" << s.head_dim << " isa=" << isa_level_name(isa);
+        ASSERT_EQ(0, std::memcmp(narrow.data(), wide.data(), narrow.size() * sizeof(float)))
+            << kv_types_name(types) << " head_dim=" << s.head_dim << " isa=" << isa_level_name(isa);
+      }
+    }
+}
+
+// Heads narrower than a block (stories260K: 8 values, 4 heads a block) and wider (64: two
+// blocks a head) find their own values: a head's result moves only with its own KV head.
+TEST(Attention, QuantizedHeadsReadTheirOwnValues) {
+  for (const Shape& s : {Shape{8, 4, 8}, Shape{4, 4, 64}, Shape{4, 2, 16}})
+    for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+      const Pool pool(s, 4, {9}, 11, dtype);
+      const Query q = make_queries(s, {0}, {0}, 6);
+      for (IsaLevel isa : available_isas()) {
+        const auto got = run(isa, s, pool, q);
+        const int64_t n_rep = s.n_heads / s.n_kv_heads;
+        for (int64_t h = 0; h < s.n_heads; ++h)
+          for (int64_t i = 0; i < s.head_dim; ++i)
+            ASSERT_FLOAT_EQ(got[h * s.head_dim + i], pool.v_at(0, 0, h / n_rep, true)[i])
+                << dtype_name(dtype) << " head " << h << " isa=" << isa_level_name(isa);
       }
     }
 }
@@ -248,8 +285,15 @@ TEST(Attention, KvTypeChangesTheResult) {
   const auto f32 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kF32), q);
   const auto f16 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kF16), q);
   const auto bf16 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kBF16), q);
+  const auto q8 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kQ8_0), q);
+  const auto q4 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, DType::kQ4_0), q);
+  const auto k_q8 = run(cpu_isa_level(), s, Pool(s, 8, {41}, 7, {DType::kQ8_0, DType::kF32}), q);
   EXPECT_NE(0, std::memcmp(f32.data(), f16.data(), f32.size() * sizeof(float)));
   EXPECT_NE(0, std::memcmp(f16.data(), bf16.data(), f16.size() * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(f32.data(), q8.data(), f32.size() * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(q8.data(), q4.data(), q8.size() * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(k_q8.data(), q8.data(), q8.size() * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(k_q8.data(), f32.data(), q8.size() * sizeof(float)));
 }
 
 // Rows of token t in a result.
@@ -261,6 +305,7 @@ std::vector<float> rows_of(const std::vector<float>& all, const Shape& s, size_t
 TEST(Attention, TokenResultIsIndependentOfBatchThreadsAndBlockSize) {
   for (DType dtype : kKvTypes)
     for (const Shape& s : kShapes) {
+      if (!shape_fits(s, dtype)) continue;
       const Pool pool16(s, 16, {150, 5, 70}, 3, dtype);
       const Pool pool4(s, 4, {150, 5, 70}, 3, dtype);
       const Pool pool1(s, 1, {150, 5, 70}, 3, dtype);

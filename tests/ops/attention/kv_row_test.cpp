@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tensor/half.h"
+#include "tensor/quantize.h"
 
 namespace tally::cpu {
 namespace {
@@ -80,8 +81,39 @@ TEST(KvRow, SupportedTypes) {
   EXPECT_TRUE(kv_type_supported(DType::kF32));
   EXPECT_TRUE(kv_type_supported(DType::kF16));
   EXPECT_TRUE(kv_type_supported(DType::kBF16));
-  EXPECT_FALSE(kv_type_supported(DType::kQ8_0));
+  EXPECT_TRUE(kv_type_supported(DType::kQ8_0));
+  EXPECT_TRUE(kv_type_supported(DType::kQ4_0));
+  EXPECT_FALSE(kv_type_supported(DType::kQ4_K));
   EXPECT_FALSE(kv_type_supported(DType::kI8));
+}
+
+// q8_0 / q4_0 rows: every path writes tensor/quantize.h's blocks (ggml's layout), nothing past
+// the row, and loads give back the dequantized values.
+TEST(KvRow, QuantizedRowsAreTheQuantizersBlocks) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> values(96);
+  for (float& x : values) x = normal(rng);
+  for (DType t : {DType::kQ8_0, DType::kQ4_0}) {
+    const int64_t bytes = dtype_row_bytes(t, 96);
+    std::vector<uint8_t> want(bytes);
+    quantize_row(t, values.data(), want.data(), 96);
+    std::vector<float> want_wide(96);
+    dequantize_row(t, want.data(), want_wide.data(), 96);
+    for (IsaLevel isa : available_isas()) {
+      std::vector<uint8_t> got(bytes + 4, 0xab);
+      kv_row_store(isa, t, values.data(), got.data(), 96);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), bytes)) << dtype_name(t) << " " << isa_level_name(isa);
+      for (int64_t i = bytes; i < bytes + 4; ++i) ASSERT_EQ(got[i], 0xab) << "wrote past the row";
+      std::vector<float> wide(96);
+      kv_row_load(t, got.data(), wide.data(), 96);
+      EXPECT_EQ(0, std::memcmp(wide.data(), want_wide.data(), 96 * sizeof(float)));
+      double err = 0;
+      for (int i = 0; i < 96; ++i) err = std::max<double>(err, std::fabs(wide[i] - values[i]));
+      EXPECT_LT(err, t == DType::kQ8_0 ? 0.1 : 1.5) << dtype_name(t);
+      EXPECT_GT(err, 0.0) << dtype_name(t);
+    }
+  }
 }
 
 TEST(KvRow, EveryPathStoresTheScalarBits) {

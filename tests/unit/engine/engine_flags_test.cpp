@@ -116,11 +116,28 @@ TEST(EngineFlags, SpeculativeFlagsLandInTheConfig) {
   expect_refused({"--num-speculative-tokens", "33"}, "--num-speculative-tokens");
 }
 
-TEST(EngineFlags, UnsupportedKvTypeSaysSo) {
-  auto config = config_of({"--kv-type", "int8"});
-  ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.status().code(), tally::ErrorCode::kUnsupported);
-  EXPECT_EQ(config.status().message().rfind("--kv-type: ", 0), 0u) << config.status().message();
+TEST(EngineFlags, UnknownKvTypeListsTheValidOnes) {
+  for (auto [flag, value] : {std::pair{"--kv-type", "int8"}, {"--kv-type-k", "q4_k"}, {"--kv-type-v", "f8"}}) {
+    auto config = config_of({flag, value});
+    ASSERT_FALSE(config.ok());
+    EXPECT_EQ(config.status().code(), tally::ErrorCode::kInvalidArgument);
+    const std::string& m = config.status().message();
+    EXPECT_EQ(m.rfind(std::string(flag) + ": ", 0), 0u) << m;
+    EXPECT_NE(m.find("f32, f16, bf16, q8_0, q4_0"), std::string::npos) << m;
+  }
+}
+
+// --kv-type sets K and V; --kv-type-k / --kv-type-v override one each.
+TEST(EngineFlags, KvTypeOverridesForKAndV) {
+  auto both = config_of({"--kv-type", "q8_0"});
+  ASSERT_TRUE(both.ok()) << both.status().to_string();
+  EXPECT_EQ(both->kv_type, tally::KvTypes(tally::DType::kQ8_0));
+  auto split = config_of({"--kv-type", "q4_0", "--kv-type-k", "Q8_0"});
+  ASSERT_TRUE(split.ok()) << split.status().to_string();
+  EXPECT_EQ(split->kv_type, tally::KvTypes(tally::DType::kQ8_0, tally::DType::kQ4_0));
+  auto v_only = config_of({"--kv-type-v", "bf16"});
+  ASSERT_TRUE(v_only.ok()) << v_only.status().to_string();
+  EXPECT_EQ(v_only->kv_type, tally::KvTypes(tally::DType::kF16, tally::DType::kBF16));
 }
 
 TEST(EngineFlags, HelpShowsEachFlagWithItsDefault) {
@@ -129,8 +146,8 @@ TEST(EngineFlags, HelpShowsEachFlagWithItsDefault) {
   tally::engine_flags_add(app, flags);
   const std::string help = app.help();
   for (const char* name : {"--threads", "--max-batched-tokens", "--max-seqs", "--max-model-len",
-                           "--block-size", "--kv-type", "--kv-cache-memory", "--memory-budget",
-                           "--scheduler"}) {
+                           "--block-size", "--kv-type", "--kv-type-k", "--kv-type-v",
+                           "--kv-cache-memory", "--memory-budget", "--scheduler"}) {
     EXPECT_NE(help.find(name), std::string::npos) << name;
   }
   EXPECT_NE(help.find("TEXT=continuous"), std::string::npos) << help;

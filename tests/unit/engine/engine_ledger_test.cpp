@@ -51,7 +51,7 @@ tally::plan::Plan plan_for(const tally::EngineConfig& c) {
   return *p;
 }
 
-class EngineLedger : public ::testing::TestWithParam<tally::DType> {};
+class EngineLedger : public ::testing::TestWithParam<tally::KvTypes> {};
 
 TEST_P(EngineLedger, BlockCountEqualsThePlanForTheSameBudget) {
   tally::EngineConfig c = stories_config();
@@ -77,7 +77,9 @@ TEST_P(EngineLedger, BlockCountEqualsThePlanForTheSameBudget) {
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, EngineLedger,
                          ::testing::Values(tally::DType::kF32, tally::DType::kF16,
-                                           tally::DType::kBF16));
+                                           tally::DType::kBF16, tally::DType::kQ8_0,
+                                           tally::DType::kQ4_0,
+                                           tally::KvTypes(tally::DType::kQ8_0, tally::DType::kF16)));
 
 TEST(EngineLedgerAlloc, LedgerMatchesWhatCreateAllocates) {
   tally::EngineConfig c = stories_config();
@@ -113,7 +115,7 @@ TEST(EngineLedgerAlloc, DefaultPoolHoldsMaxSeqsContexts) {
 TEST(EngineLedgerDefaults, EngineAndPlanStartFromTheSameSettings) {
   const tally::EngineConfig e;
   const tally::plan::PlanOptions p;
-  EXPECT_EQ(e.kv_type, tally::DType::kF16);
+  EXPECT_EQ(e.kv_type, tally::KvTypes(tally::DType::kF16));
   EXPECT_EQ(e.kv_type, p.kv_type);
   EXPECT_EQ(e.block_size, p.block_size);
   EXPECT_EQ(e.max_batched_tokens, p.batch_tokens);

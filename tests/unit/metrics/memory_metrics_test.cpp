@@ -65,6 +65,8 @@ TEST(MemoryMetrics, LedgerPartsAndProcessMemoryAreExposed) {
   l.weight_bytes_owned = 2000;
   l.activation_bytes = 300;
   l.kv_bytes = 40000;
+  l.kv_bytes_per_token = 340;
+  l.kv_type = {tally::DType::kQ8_0, tally::DType::kF16};
   l.other_bytes = 5;
   metrics.set_memory_ledger(l);
   const std::string text = metrics.render();
@@ -77,6 +79,7 @@ TEST(MemoryMetrics, LedgerPartsAndProcessMemoryAreExposed) {
   EXPECT_EQ(value_of(*e, "tally:memory_ledger_bytes", {{"part", "buffers"}}), 300);
   EXPECT_EQ(value_of(*e, "tally:memory_ledger_bytes", {{"part", "kv_cache"}}), 40000);
   EXPECT_EQ(value_of(*e, "tally:memory_ledger_bytes", {{"part", "other"}}), 5);
+  EXPECT_EQ(value_of(*e, "tally:kv_cache_token_bytes", {{"k_type", "q8_0"}, {"v_type", "f16"}}), 340);
   // The process's own figures, unprefixed as Prometheus clients name them, read this scrape.
   const double rss = value_of(*e, "process_resident_memory_bytes");
   EXPECT_GT(rss, 0);

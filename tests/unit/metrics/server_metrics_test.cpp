@@ -98,8 +98,9 @@ TEST(ServerMetrics, ExposesVllmNamesTypesAndLabels) {
     EXPECT_EQ(it->second, type) << name;
     EXPECT_FALSE(e.help.at("tally:" + name).empty()) << name;
   }
-  // Beside them, tally's memory families (memory_metrics.h): 4 prefixed, 2 process_* ones.
-  EXPECT_EQ(e.types.size(), expected.size() + 6);
+  // Beside them, tally's memory families (memory_metrics.h): 5 prefixed (kv_cache_token_bytes
+  // among them), 2 process_* ones.
+  EXPECT_EQ(e.types.size(), expected.size() + 7);
   // Every vLLM series carries model_name and engine, as vLLM's do.
   for (const Sample& s : e.samples) {
     if (s.name == "tally:build_info") continue;

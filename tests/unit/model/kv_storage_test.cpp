@@ -19,13 +19,18 @@ using tally::ErrorCode;
 using tally::KvStorage;
 using tally::KvStorageShape;
 
-constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+using tally::KvTypes;
 
-KvStorageShape shape(DType dtype, int64_t n_blocks = 10, int64_t block_size = 16) {
+constexpr DType kKvTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+
+KvStorageShape shape(KvTypes types, int64_t n_blocks = 10, int64_t block_size = 16) {
   KvStorageShape s{5, 4, 8, n_blocks, block_size};
-  s.dtype = dtype;
+  s.types = types;
   return s;
 }
+
+// Bytes of one slot's row of 4 heads x 8 values.
+int64_t row_bytes(DType dtype) { return tally::dtype_row_bytes(dtype, 32); }
 
 KvStorage make(const KvStorageShape& s) {
   auto kv = KvStorage::create(s);
@@ -34,16 +39,19 @@ KvStorage make(const KvStorageShape& s) {
 }
 
 TEST(KvStorage, BytesPerType) {
-  for (auto [dtype, bytes] : {std::pair{DType::kF32, 4}, {DType::kF16, 2}, {DType::kBF16, 2}}) {
+  // Bytes of a row of 32 values: 4 a value, 2, 2, 34 a block, 18 a block.
+  for (auto [dtype, bytes] : {std::pair{DType::kF32, 128}, {DType::kF16, 64}, {DType::kBF16, 64},
+                              {DType::kQ8_0, 34}, {DType::kQ4_0, 18}}) {
     const KvStorageShape s = shape(dtype);
-    EXPECT_EQ(s.bytes_per_token(), 2 * 5 * 4 * 8 * bytes) << dtype_name(dtype);
+    EXPECT_EQ(s.bytes_per_token(), 2 * 5 * bytes) << dtype_name(dtype);
     EXPECT_EQ(s.bytes_per_block(), 16 * s.bytes_per_token());
     EXPECT_EQ(s.n_slots(), 160);
     EXPECT_EQ(s.bytes(), 160 * s.bytes_per_token());
     const KvStorage kv = make(s);
     EXPECT_EQ(kv.bytes(), s.bytes());
-    EXPECT_EQ(kv.dtype(), dtype);
+    EXPECT_EQ(kv.types(), KvTypes(dtype));
   }
+  EXPECT_EQ(shape({DType::kQ8_0, DType::kF16}).bytes_per_token(), 5 * (34 + 64));
   tally::ModelConfig c;
   c.n_layers = 32;
   c.n_kv_heads = 8;
@@ -52,13 +60,15 @@ TEST(KvStorage, BytesPerType) {
   EXPECT_EQ(KvStorageShape::for_model(c, 1, 16, DType::kF16).bytes_per_token(), 128 * 1024);
   EXPECT_EQ(KvStorageShape::for_model(c, 1, 16, DType::kBF16).bytes_per_token(), 128 * 1024);
   EXPECT_EQ(KvStorageShape::for_model(c, 1, 16).bytes_per_token(), 256 * 1024);
+  EXPECT_EQ(KvStorageShape::for_model(c, 1, 16, DType::kQ8_0).bytes_per_token(), 68 * 1024);
+  EXPECT_EQ(KvStorageShape::for_model(c, 1, 16, DType::kQ4_0).bytes_per_token(), 36 * 1024);
 }
 
 TEST(KvStorage, LayoutIsLayerMajorKThenV) {
   for (DType dtype : kKvTypes) {
     const KvStorage kv = make(shape(dtype));
     // K and V of every layer are disjoint, consecutive regions of n_slots x 32 values.
-    const int64_t region = 160 * 4 * 8 * dtype_info(dtype).block_bytes;
+    const int64_t region = 160 * row_bytes(dtype);
     for (int64_t l = 0; l < 5; ++l) {
       EXPECT_EQ(kv.v_bytes(l) - kv.k_bytes(l), region);
       if (l > 0) {
@@ -69,7 +79,8 @@ TEST(KvStorage, LayoutIsLayerMajorKThenV) {
     EXPECT_EQ(view.k, kv.k_bytes(3));
     EXPECT_EQ(view.v, kv.v_bytes(3));
     EXPECT_EQ(view.block_size, 16);
-    EXPECT_EQ(view.dtype, dtype);
+    EXPECT_EQ(view.k_dtype, dtype);
+    EXPECT_EQ(view.v_dtype, dtype);
     // Zero-filled.
     std::vector<float> row(32, 1.0f);
     kv.load_v(4, 159, row.data());
@@ -82,11 +93,20 @@ TEST(KvStorage, BadShapesAreErrors) {
   EXPECT_EQ(KvStorage::create({5, 4, 8, 10, -1}).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(KvStorage::create({5, 4, 8, int64_t{1} << 40, 1 << 20}).status().code(),
             ErrorCode::kOutOfMemory);
-  for (DType bad : {DType::kQ8_0, DType::kQ4_0, DType::kI8}) {
+  for (KvTypes bad : {KvTypes(DType::kI8), KvTypes(DType::kF16, DType::kQ4_K)}) {
     const auto st = KvStorage::create(shape(bad)).status();
-    EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << dtype_name(bad);
-    EXPECT_NE(st.message().find(std::string(dtype_name(bad))), std::string::npos) << st.to_string();
+    EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << kv_types_name(bad);
+    EXPECT_NE(st.message().find(std::string(dtype_name(bad.v))), std::string::npos) << st.to_string();
   }
+  // Blocks of 32 must tile each row and each head: 3 heads of 8 (a row of 24) do not, nor
+  // heads of 48 (a head straddles a block edge unevenly).
+  for (auto [heads, dim] : {std::pair{3, 8}, {2, 48}})
+    for (KvTypes types : {KvTypes(DType::kQ8_0), KvTypes(DType::kF16, DType::kQ4_0)}) {
+      const auto st = KvStorage::create({5, heads, dim, 10, 16, types}).status();
+      EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << kv_types_name(types);
+      EXPECT_NE(st.message().find("blocks of 32"), std::string::npos) << st.to_string();
+      EXPECT_TRUE(KvStorage::create({5, heads, dim, 10, 16, DType::kF16}).ok());
+    }
 }
 
 // A row of 32 values that differ per (layer, slot, K/V, seed).
@@ -131,15 +151,39 @@ TEST(KvStorage, StoreRoundsToTheTypeAndLoadReadsItBack) {
           const auto got = load(kv, l, slot, which);
           ASSERT_EQ(got, stored(dtype, drawn))
               << dtype_name(dtype) << " l=" << l << " slot=" << slot;
-          // Close to what was stored: f16 keeps 11 bits, bf16 8.
-          const double tol = dtype == DType::kF32 ? 0 : dtype == DType::kF16 ? 0x1p-11 : 0x1p-8;
-          for (int i = 0; i < 32; ++i)
-            ASSERT_LE(std::fabs(got[i] - drawn[i]), tol * std::fabs(drawn[i]));
+          // Close to what was stored: f16 keeps 11 bits, bf16 8; q8_0 within a step of
+          // amax / 127, q4_0 of amax / 8 (its positive side may clamp).
+          double amax = 0;
+          for (float x : drawn) amax = std::max<double>(amax, std::fabs(x));
+          for (int i = 0; i < 32; ++i) {
+            const double tol = dtype == DType::kF32    ? 0
+                               : dtype == DType::kF16  ? 0x1p-11 * std::fabs(drawn[i])
+                               : dtype == DType::kBF16 ? 0x1p-8 * std::fabs(drawn[i])
+                               : dtype == DType::kQ8_0 ? amax / 127
+                                                       : amax / 8;
+            ASSERT_LE(std::fabs(got[i] - drawn[i]), tol) << dtype_name(dtype);
+          }
         }
     if (dtype != DType::kF32) {
-      EXPECT_NE(load(kv, 2, 5, 0), row_for(2, 5, 0, 1)) << "a 16-bit cache rounds";
+      EXPECT_NE(load(kv, 2, 5, 0), row_for(2, 5, 0, 1)) << "a 16-bit or quantized cache rounds";
     }
   }
+}
+
+// K and V of different types: each stored in its own, in regions of its own size.
+TEST(KvStorage, KAndVKeepTheirOwnTypes) {
+  KvStorage kv = make(shape({DType::kQ8_0, DType::kF16}, 3, 4));
+  fill(kv, 3);
+  EXPECT_EQ(kv.v_bytes(0) - kv.k_bytes(0), 12 * row_bytes(DType::kQ8_0));
+  EXPECT_EQ(kv.k_bytes(1) - kv.v_bytes(0), 12 * row_bytes(DType::kF16));
+  const tally::PagedKvLayer view = kv.layer_view(1);
+  EXPECT_EQ(view.k_dtype, DType::kQ8_0);
+  EXPECT_EQ(view.v_dtype, DType::kF16);
+  for (int64_t l = 0; l < 5; ++l)
+    for (int64_t slot = 0; slot < 12; ++slot) {
+      ASSERT_EQ(load(kv, l, slot, 0), stored(DType::kQ8_0, row_for(l, slot, 0, 3)));
+      ASSERT_EQ(load(kv, l, slot, 1), stored(DType::kF16, row_for(l, slot, 1, 3)));
+    }
 }
 
 TEST(KvStorage, CopyBlockCopiesOneBlockOfEveryLayer) {
@@ -157,7 +201,7 @@ TEST(KvStorage, CopyBlockCopiesOneBlockOfEveryLayer) {
               << dtype_name(dtype) << " layer " << l << " slot " << slot << (which ? " V" : " K");
         }
     // A forward after the copy reads the copy: the attention view sees the same bytes.
-    const int64_t block_bytes = 4 * 32 * dtype_info(dtype).block_bytes;
+    const int64_t block_bytes = 4 * row_bytes(dtype);
     const auto* k = static_cast<const uint8_t*>(kv.layer_view(2).k);
     EXPECT_EQ(0, std::memcmp(k + 1 * block_bytes, k + 4 * block_bytes, block_bytes));
   }

@@ -10,7 +10,7 @@ namespace tally_test {
 
 namespace {
 
-tally::KvStorage make_kv(const tally::Model& model, int64_t n_blocks, int64_t block_size, tally::DType kv_type) {
+tally::KvStorage make_kv(const tally::Model& model, int64_t n_blocks, int64_t block_size, tally::KvTypes kv_type) {
   auto kv = tally::KvStorage::create(tally::KvStorageShape::for_model(model.config(), n_blocks, block_size, kv_type));
   EXPECT_TRUE(kv.ok()) << kv.status().to_string();
   return std::move(kv).value();
@@ -19,7 +19,7 @@ tally::KvStorage make_kv(const tally::Model& model, int64_t n_blocks, int64_t bl
 }  // namespace
 
 ModelRunner::ModelRunner(const tally::Model& model, int64_t block_size, int threads, int n_seqs,
-                         int64_t max_positions, uint32_t seed, int64_t max_tokens, tally::DType kv_type)
+                         int64_t max_positions, uint32_t seed, int64_t max_tokens, tally::KvTypes kv_type)
     : model_(model),
       kv_(make_kv(model, n_seqs * ((max_positions + block_size - 1) / block_size) + 2, block_size, kv_type)),
       scratch_(model.config(), max_tokens),

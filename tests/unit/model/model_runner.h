@@ -21,7 +21,7 @@ class ModelRunner {
   // n_seqs sequences of up to max_positions each, block tables disjoint, shuffled by seed
   // (seed 0: contiguous in order), K/V stored as kv_type.
   ModelRunner(const tally::Model& model, int64_t block_size, int threads, int n_seqs, int64_t max_positions,
-              uint32_t seed, int64_t max_tokens = 256, tally::DType kv_type = tally::DType::kF32);
+              uint32_t seed, int64_t max_tokens = 256, tally::KvTypes kv_type = tally::DType::kF32);
 
   // One forward over the chunks; logits of every token, in chunk order: [n_tokens][n_vocab].
   std::vector<float> step(const std::vector<Chunk>& chunks);

@@ -1,6 +1,6 @@
-// stories260K with f16 and bf16 KV caches: logits stay close to the f32 cache's, greedy
-// decoding still writes run.c's stories, and every batch-invariance promise (prefill vs
-// decode, chunking, ragged batches, threads, block sizes) still holds bit for bit.
+// stories260K with f16, bf16, q8_0 and q4_0 KV caches: logits stay close to the f32 cache's,
+// greedy decoding still writes run.c's stories (f16), and every batch-invariance promise
+// (prefill vs decode, chunking, ragged batches, threads, block sizes) still holds bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +20,9 @@ using tally::Model;
 
 constexpr int64_t kVocab = 512;
 constexpr DType kHalfTypes[] = {DType::kF16, DType::kBF16};
+// Every narrower-than-f32 cache, K and V of one type and of two (batch invariance).
+const tally::KvTypes kNarrowTypes[] = {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                                       {DType::kQ8_0, DType::kF16}};
 const char* const kPrompts[] = {"once_upon_a_time", "lily_and_tom", "empty",
                                 "the_cat_sat_on_the_mat", "one_day_a_little_girl_named"};
 
@@ -130,7 +133,7 @@ TEST_F(Stories260KKvTypes, F16GreedyWritesRunCsStories) {
 // One prefill of N tokens = N single-token decode steps = a chunked prefill, bit for bit.
 TEST_F(Stories260KKvTypes, PrefillEqualsDecodeAndChunks) {
   const auto tokens = story_tokens(45);
-  for (DType dtype : kHalfTypes) {
+  for (tally::KvTypes dtype : kNarrowTypes) {
     ModelRunner prefill(*model_, 16, 2, 1, 64, 5, 256, dtype);
     const auto all = prefill.step({{0, 0, tokens}});
     ModelRunner decode(*model_, 16, 1, 1, 64, 9, 256, dtype);
@@ -139,8 +142,7 @@ TEST_F(Stories260KKvTypes, PrefillEqualsDecodeAndChunks) {
       const auto l = decode.step({{0, pos, {tokens[pos]}}});
       stepwise.insert(stepwise.end(), l.begin(), l.end());
     }
-    expect_same_bits(all, stepwise,
-                     std::string("prefill vs decode, ") + std::string(dtype_name(dtype)));
+    expect_same_bits(all, stepwise, "prefill vs decode, " + tally::kv_types_name(dtype));
     ModelRunner chunked(*model_, 16, 1, 1, 64, 11, 256, dtype);
     std::vector<float> parts;
     for (auto [start, len] : {std::pair{0, 7}, {7, 20}, {27, 18}}) {
@@ -148,8 +150,7 @@ TEST_F(Stories260KKvTypes, PrefillEqualsDecodeAndChunks) {
           chunked.step({{0, start, {tokens.begin() + start, tokens.begin() + start + len}}});
       parts.insert(parts.end(), l.begin(), l.end());
     }
-    expect_same_bits(all, parts,
-                     std::string("prefill vs chunks, ") + std::string(dtype_name(dtype)));
+    expect_same_bits(all, parts, "prefill vs chunks, " + tally::kv_types_name(dtype));
   }
 }
 
@@ -159,8 +160,8 @@ TEST_F(Stories260KKvTypes, RaggedBatchThreadsAndBlockSizes) {
   const auto a = story_tokens(40);
   const std::vector<int32_t> b = {1, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311};
   const std::vector<int32_t> c = {1, 450, 20, 33, 91, 402, 17};
-  for (DType dtype : kHalfTypes) {
-    const std::string type(dtype_name(dtype));
+  for (tally::KvTypes dtype : kNarrowTypes) {
+    const std::string type = tally::kv_types_name(dtype);
     ModelRunner alone(*model_, 16, 1, 1, 64, 0, 256, dtype);
     const auto want = alone.step({{0, 0, a}});
 

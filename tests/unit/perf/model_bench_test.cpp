@@ -168,7 +168,7 @@ TEST_F(ModelBenchTest, BadOptionsAreRefusedWithTheirValue) {
          o.batch_sizes = {4, -1};
        },
        "batch size -1"},
-      {[](ModelBenchOptions& o) { o.kv_type = DType::kQ4_0; }, "KV type q4_0"},
+      {[](ModelBenchOptions& o) { o.kv_type = DType::kQ4_K; }, "KV type q4_K"},
       {[](ModelBenchOptions& o) { o.repetitions = 0; }, "0 repetitions"},
       {[](ModelBenchOptions& o) { o.kv_len = 1 << 20; }, "kv length"},
   };

@@ -222,9 +222,9 @@ TEST(ComputePlan, InvalidOptionsAreErrors) {
   EXPECT_FALSE(with([](PlanOptions& o) { o.concurrency = 0; }).ok());
   EXPECT_FALSE(with([](PlanOptions& o) { o.batch_tokens = -1; }).ok());
   EXPECT_FALSE(with([](PlanOptions& o) { o.budget = -5; }).ok());
-  auto kv8 = with([](PlanOptions& o) { o.kv_type = DType::kQ8_0; });
-  ASSERT_FALSE(kv8.ok());
-  EXPECT_EQ(kv8.status().code(), ErrorCode::kUnsupported);
+  auto kv4k = with([](PlanOptions& o) { o.kv_type = DType::kQ4_K; });
+  ASSERT_FALSE(kv4k.ok());
+  EXPECT_EQ(kv4k.status().code(), ErrorCode::kUnsupported);
   auto file = with([](PlanOptions& o) { o.weights = *weight_format_from_name("file"); });
   ASSERT_FALSE(file.ok());
   EXPECT_NE(file.status().message().find("needs a GGUF"), std::string::npos);
@@ -234,8 +234,29 @@ TEST(ComputePlan, KvTypeNames) {
   EXPECT_EQ(*kv_type_from_name("F16"), DType::kF16);
   EXPECT_EQ(*kv_type_from_name("bf16"), DType::kBF16);
   EXPECT_EQ(*kv_type_from_name("f32"), DType::kF32);
-  EXPECT_EQ(kv_type_from_name("int8").status().code(), ErrorCode::kUnsupported);
-  EXPECT_EQ(kv_type_from_name("f8").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(*kv_type_from_name("Q8_0"), DType::kQ8_0);
+  EXPECT_EQ(*kv_type_from_name("q4_0"), DType::kQ4_0);
+  for (const char* bad : {"int8", "f8", "q4_K"}) {
+    const auto st = kv_type_from_name(bad).status();
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("f32, f16, bf16, q8_0, q4_0"), std::string::npos) << st.message();
+  }
+}
+
+// KV bytes per token for every KV type, K and V apart: the KvStorageShape arithmetic.
+TEST(ComputePlan, QuantizedKvTypesSizeTheirBlocks) {
+  const auto per_token = [](KvTypes t) {
+    PlanOptions o = toy_options();
+    o.kv_type = t;
+    auto p = compute_plan(toy(), o);
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    return p.ok() ? p->kv_bytes_per_token : -1;
+  };
+  const int64_t f16 = per_token(DType::kF16);
+  EXPECT_EQ(per_token(DType::kF32), 2 * f16);
+  EXPECT_EQ(per_token(DType::kQ8_0) * 64, f16 * 34);  // 34 bytes per 32 values, f16 64
+  EXPECT_EQ(per_token(DType::kQ4_0) * 64, f16 * 18);
+  EXPECT_EQ(per_token({DType::kQ8_0, DType::kF16}) * 128, f16 * (34 + 64));
 }
 
 TEST(ComputePlan, LongerContextThanTrainedIsNoted) {

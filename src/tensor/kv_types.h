@@ -1,0 +1,44 @@
+// The storage types of a KV cache: one for K, one for V (--kv-type sets both, --kv-type-k and
+// --kv-type-v one each). f32, f16 and bf16 store each value; q8_0 and q4_0 store blocks of 32
+// values in ggml's layout (tensor/quant_blocks.h), quantized once when a token's row is
+// written. A quantized row must be whole blocks, and a head must not straddle blocks unevenly
+// (kv_types_check_shape), so the attention kernels find a head's values by block arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace tally {
+
+struct KvTypes {
+  DType k = DType::kF32;
+  DType v = DType::kF32;
+
+  constexpr KvTypes() = default;
+  // One type for both: lets a plain DType stand for a cache whose K and V agree.
+  constexpr KvTypes(DType both) : k(both), v(both) {}  // NOLINT(google-explicit-constructor)
+  constexpr KvTypes(DType k_type, DType v_type) : k(k_type), v(v_type) {}
+  bool operator==(const KvTypes&) const = default;
+};
+
+// f32, f16, bf16, q8_0, q4_0.
+bool kv_type_is_valid(DType type);
+// "f16" when K and V agree, else "q8_0/f16" (K/V).
+std::string kv_types_name(KvTypes types);
+// A KV type by its name (case-insensitive); the error lists the valid names.
+Result<DType> kv_type_from_name(std::string_view name);
+// --kv-type (both) with the --kv-type-k / --kv-type-v overrides (empty: not given). The error
+// names the flag: "--kv-type-v: unknown kv type 'q5' (...)".
+Result<KvTypes> kv_types_from_flags(std::string_view both, std::string_view k, std::string_view v);
+// Bytes of one position's K row plus V row of `row` values (n_kv_heads * head_dim).
+int64_t kv_types_row_bytes(KvTypes types, int64_t row);
+// Whether rows of n_kv_heads heads of head_dim values can be stored in `types`: for a
+// quantized type the row must be whole blocks of 32 and head_dim a multiple or a divisor of
+// 32. The error names the type and the shape.
+Status kv_types_check_shape(KvTypes types, int64_t n_kv_heads, int64_t head_dim);
+
+}  // namespace tally
