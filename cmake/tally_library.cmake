@@ -2,12 +2,13 @@
 # .cpp in it (and in sub-folders listed in SUBDIRS). Public include root is src/, so headers
 # are included as "base/status.h", "io/gguf.h", ...
 #
-# With TALLY_UNITY_BUILD (on in the release preset, which the README's first build uses;
-# off in asan and fuzz) each library compiles as a few unity files of up to 16 sources: a
-# cold build parses the common headers (fmt, spdlog, json, <regex>) once per batch instead of
-# once per file, which is most of its time. The cost: names at file scope (anonymous
-# namespaces, statics) must be unique within a library, or the batch will not compile;
-# configure with -DTALLY_UNITY_BUILD=OFF to find which file a clash comes from.
+# With TALLY_UNITY_BUILD (on in every preset: the README's first build uses release, and CI
+# compiles the libraries three times, for release, asan and fuzz) each library compiles as a
+# few unity files of up to 16 sources: a cold build parses the common headers (fmt, spdlog,
+# json, <regex>) once per batch instead of once per file, which is most of its time. The cost:
+# names at file scope (anonymous namespaces, statics) must be unique within a library, or the
+# batch will not compile; configure with -DTALLY_UNITY_BUILD=OFF to find which file a clash
+# comes from. (Test binaries are not batched: their files reuse helper names freely.)
 option(TALLY_UNITY_BUILD "Compile each tally library and the tally app as unity batches" OFF)
 
 function(tally_unity_build target)
