@@ -10,6 +10,7 @@
 #include "plan/plan_presets.h"
 #include "plan/plan_report.h"
 #include "plan/weight_format.h"
+#include "sched/ngram_draft.h"
 
 namespace tally::cli {
 
@@ -71,6 +72,11 @@ Runner add_plan_command(CLI::App& app) {
   app.add_option("--tp", o.tp, "Tensor-parallel ranks (figures are per rank)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--block-size", o.block_size, "Tokens per KV block")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-batched-tokens", o.batch_tokens, "Most tokens in one forward step (activations)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--num-speculative-tokens", o.draft_tokens,
+                 "Draft tokens per sequence and step that serve's --speculative ngram|auto will "
+                 "verify (its extra logits rows); 0 = speculation off")
+      ->capture_default_str()
+      ->check(CLI::Range(0, static_cast<int>(kMaxSpeculativeTokens)));
   app.add_option("--memory", args->memory, "Memory budget per rank, e.g. 80GiB, 24GB, 512MiB");
   app.add_flag("--json", args->json, "Print JSON instead of a table");
   app.add_flag("--list", args->list, "List the model presets");

@@ -64,6 +64,23 @@ TEST(CliPlan, DescribesTheEngineBuiltFromTheSameFlags) {
   EXPECT_EQ(j["options"]["kv_type"].get<std::string>(), "f16");
 }
 
+// Speculation verifies each sequence's draft positions: its extra logits rows are in both the
+// plan (told the draft length) and the engine's ledger.
+TEST(CliPlan, CountsSpeculationsLogitsRowsAsTheEngineDoes) {
+  auto plain = run_command(tally("plan --memory 300MiB --json"));
+  auto plan = run_command(tally("plan --memory 300MiB --json --num-speculative-tokens 5"));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const int64_t with_drafts = nlohmann::json::parse(plan.out)["activations"]["bytes"].get<int64_t>();
+  EXPECT_GT(with_drafts, nlohmann::json::parse(plain.out)["activations"]["bytes"].get<int64_t>());
+  auto bench = run_command(tally("bench throughput --memory-budget 300MiB --threads 1 --requests 2 "
+                                 "--input-len 8 --output-len 4 --speculative ngram "
+                                 "--num-speculative-tokens 5"));
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const std::string buffers = tally::plan::format_bytes(with_drafts);
+  EXPECT_NE(bench.out.find("  buffers   " + buffers + "\n"), std::string::npos) << buffers << "\n" << bench.out;
+}
+
 TEST(CliPlan, BadValuesAreUsageErrors) {
   for (const char* args : {"plan -m no-such-model", "plan -m llama-2-7b --memory 12 parsecs",
                            "plan -m llama-2-7b --kv-type q9", "plan -m llama-2-7b --tp 0"}) {
