@@ -38,7 +38,7 @@ BatchRunnerConfig runner_config(const EngineConfig& c, const EngineSizing& s) {
   rc.max_rows = std::min<int64_t>(s.plan.step_tokens, c.max_seqs);
   rc.max_seqs = c.max_seqs;
   rc.max_seq_len = s.max_model_len;
-  rc.max_draft = c.spec.enabled() ? c.spec.num_speculative_tokens : 0;
+  rc.max_draft = c.spec.draft_positions();
   return rc;
 }
 
@@ -197,9 +197,7 @@ void EngineCore::publish_metrics() {
   m.kv_utilization = st.kv_utilization();
   m.prefix_cache_queries_total = st.prefix_cache_queries;
   m.prefix_cache_hits_total = st.prefix_cache_hits;
-  m.spec_positions = sched_config_.spec.enabled() && !config_.static_batching
-                         ? sched_config_.spec.num_speculative_tokens
-                         : 0;
+  m.spec_positions = config_.static_batching ? 0 : sched_config_.spec.draft_positions();
   m.spec_decode = spec_;
   {
     std::lock_guard<std::mutex> lock(metrics_mu_);

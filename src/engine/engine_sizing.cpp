@@ -22,10 +22,8 @@ Status check_config(const EngineConfig& c) {
   TALLY_RETURN_IF_ERROR(at_least(c.kv_cache_memory, 0, "kv_cache_memory"));
   TALLY_RETURN_IF_ERROR(at_least(c.memory_budget, 0, "memory_budget"));
   TALLY_RETURN_IF_ERROR(at_least(c.max_waiting, 1, "max_waiting"));
-  for (DType t : {c.kv_type.k, c.kv_type.v})
-    if (!kv_type_is_valid(t))
-      return make_error(ErrorCode::kInvalidArgument, "engine: kv type {} (f32, f16, bf16, q8_0, q4_0)",
-                        dtype_name(t));
+  if (Status st = kv_types_supported(c.kv_type); !st.ok())
+    return make_error(ErrorCode::kInvalidArgument, "engine: {}", st.message());
   return c.spec.validate();
 }
 
@@ -38,7 +36,7 @@ plan::PlanOptions engine_plan_options(const EngineConfig& config, int32_t max_mo
   o.concurrency = config.max_seqs;
   o.block_size = config.block_size;
   o.batch_tokens = config.max_batched_tokens;
-  o.draft_tokens = config.spec.enabled() ? config.spec.num_speculative_tokens : 0;
+  o.draft_tokens = config.spec.draft_positions();
   if (config.memory_budget > 0) o.budget = config.memory_budget;
   return o;
 }

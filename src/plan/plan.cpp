@@ -34,10 +34,7 @@ Status validate_options(const PlanModel& m, const PlanOptions& o) {
   TALLY_RETURN_IF_ERROR(check_range("batch tokens", o.batch_tokens, 1, kMaxBatchTokens));
   TALLY_RETURN_IF_ERROR(check_range("overhead bytes", o.overhead_bytes, 0, INT64_MAX / 4));
   if (o.budget) TALLY_RETURN_IF_ERROR(check_range("memory budget", *o.budget, 0, INT64_MAX / 4));
-  for (DType t : {o.kv_type.k, o.kv_type.v})
-    if (!kv_type_is_valid(t))
-      return make_error(ErrorCode::kUnsupported, "kv type {} is not supported (f32, f16, bf16, q8_0, q4_0)",
-                        dtype_name(t));
+  TALLY_RETURN_IF_ERROR(kv_types_supported(o.kv_type));
   if (o.weights && o.weights->from_file && !m.has_file_bytes())
     return make_error(ErrorCode::kInvalidArgument,
                       "weights 'file' needs a GGUF model; '{}' comes from a {}", m.name, m.source);

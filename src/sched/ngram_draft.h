@@ -32,6 +32,9 @@ struct SpecConfig {
   int32_t ngram_max = 4;               // longest suffix matched (tried first)
   int32_t num_speculative_tokens = 4;  // most draft tokens per sequence and step
   bool enabled() const { return mode != SpecMode::kOff && num_speculative_tokens > 0; }
+  // Draft positions a sequence's step may verify beyond its own token: the extra logits rows
+  // the runner allocates and the plan counts.
+  int32_t draft_positions() const { return enabled() ? num_speculative_tokens : 0; }
   // InvalidArgument naming the field: 1 <= ngram_min <= ngram_max, 0 <= num_speculative_tokens
   // <= kMaxSpeculativeTokens.
   Status validate() const;

@@ -35,6 +35,14 @@ bool kv_type_is_valid(DType type) {
   return false;
 }
 
+Status kv_types_supported(KvTypes types) {
+  for (DType t : {types.k, types.v})
+    if (!kv_type_is_valid(t))
+      return make_error(ErrorCode::kUnsupported, "kv type {} is not supported ({})", dtype_name(t),
+                        kKvTypeNames);
+  return Status::ok_status();
+}
+
 std::string kv_types_name(KvTypes types) {
   if (types.k == types.v) return std::string(dtype_name(types.k));
   return fmt::format("{}/{}", dtype_name(types.k), dtype_name(types.v));
@@ -65,12 +73,8 @@ int64_t kv_types_row_bytes(KvTypes types, int64_t row) {
 }
 
 Status kv_types_check_shape(KvTypes types, int64_t n_kv_heads, int64_t head_dim) {
-  for (DType t : {types.k, types.v}) {
-    if (!kv_type_is_valid(t))
-      return make_error(ErrorCode::kUnsupported, "kv cache: type {} is not a KV type ({})",
-                        dtype_name(t), kKvTypeNames);
-    TALLY_RETURN_IF_ERROR(kv_type_check_shape(t, n_kv_heads, head_dim));
-  }
+  if (Status st = kv_types_supported(types); !st.ok()) return st.with_context("kv cache");
+  for (DType t : {types.k, types.v}) TALLY_RETURN_IF_ERROR(kv_type_check_shape(t, n_kv_heads, head_dim));
   return Status::ok_status();
 }
 

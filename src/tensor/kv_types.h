@@ -27,6 +27,8 @@ struct KvTypes {
 
 // f32, f16, bf16, q8_0, q4_0.
 bool kv_type_is_valid(DType type);
+// Ok when K and V are both KV types; else Unsupported "kv type X is not supported (f32, ...)".
+Status kv_types_supported(KvTypes types);
 // "f16" when K and V agree, else "q8_0/f16" (K/V).
 std::string kv_types_name(KvTypes types);
 // A KV type by its name (case-insensitive); the error lists the valid names.
