@@ -28,26 +28,17 @@ printf '%s\n' "${GOOD_KEYS[@]}" "$HAMMER_KEY" >"$WORK/keys"
 [[ -x "$TALLY" ]] || { echo "soak: $TALLY not built (cmake --build --preset release)"; exit 1; }
 command -v curl >/dev/null || { echo "soak: curl is needed"; exit 1; }
 
-"$TALLY" serve -m "$MODEL" --port 0 --threads 2 --kv-cache-memory 64MiB --no-prefix-cache \
-  --api-keys-file "$WORK/keys" --rate-limit-rpm 30 --access-log off \
-  --max-body-bytes 65536 2>"$WORK/serve.err" &
-SERVER=$!
 cleanup() {
-  kill "$SERVER" 2>/dev/null || true
+  kill "${SERVER:-}" 2>/dev/null || true
   jobs -p | xargs -r kill 2>/dev/null || true
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
-
-PORT=""
-for _ in $(seq 1 600); do
-  PORT=$(grep -oE 'listening on http://[^:]+:[0-9]+' "$WORK/serve.err" | grep -oE '[0-9]+$' || true)
-  [[ -n "$PORT" ]] && break
-  kill -0 "$SERVER" 2>/dev/null || { cat "$WORK/serve.err"; exit 1; }
-  sleep 0.1
-done
-[[ -n "$PORT" ]] || { echo "soak: the server did not start"; cat "$WORK/serve.err"; exit 1; }
-URL="http://127.0.0.1:$PORT"
+# shellcheck source=scripts/lib/start_server.sh
+source scripts/lib/start_server.sh
+start_server "$WORK/serve.err" -m "$MODEL" --port 0 --threads 2 --kv-cache-memory 64MiB \
+  --no-prefix-cache --api-keys-file "$WORK/keys" --rate-limit-rpm 30 --access-log off \
+  --max-body-bytes 65536
 echo "soak: tally serve pid $SERVER on $URL for ${SECONDS_TOTAL}s (work dir $WORK)"
 
 END=$(($(date +%s) + SECONDS_TOTAL))

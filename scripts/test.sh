@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds and runs every test: the release build, the same tests under ASan+UBSan, and each
+# Builds and runs every test: the release build, a 2-minute soak of a real `tally serve`, the
+# same tests under ASan+UBSan, the engine and server tests under ThreadSanitizer, and each
 # libFuzzer target for a bounded time. This is what CI runs (.ci/run).
 #   FUZZ_SECONDS=30 (per target, six targets; 0 skips fuzzing)   JOBS=<ninja -j>
 #   TSAN=1 (0 skips the ThreadSanitizer build of the engine and server tests)
-#   SOAK_SECONDS=0 (N > 0: scripts/soak.sh for N seconds after the release tests)
+#   SOAK_SECONDS=120 (scripts/soak.sh for that long after the release tests; 0 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,8 @@ cmake --build --preset release -j "$JOBS"
 ctest --preset release -j "$JOBS"
 # docs/cli.md's flag tables are generated from --help: a flag added without regenerating fails.
 bash scripts/gen_cli_docs.sh --check build/release/tally
-if [[ "${SOAK_SECONDS:-0}" != 0 ]]; then
+SOAK_SECONDS=${SOAK_SECONDS:-120}
+if [[ "$SOAK_SECONDS" != 0 ]]; then
   echo "== soak test (${SOAK_SECONDS}s)"
   SOAK_SECONDS=$SOAK_SECONDS bash scripts/soak.sh
 fi

@@ -3,8 +3,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <string>
 
 #include "base/check.h"
+#include "base/thread_name.h"
 
 namespace tally {
 
@@ -68,6 +70,7 @@ bool ThreadPool::try_enter(uint32_t generation) {
 }
 
 void ThreadPool::worker_main(int thread) {
+  name_this_thread("tally-compute-" + std::to_string(thread));
   uint32_t seen = 0;
   for (;;) {
     uint32_t gen = generation_.load(std::memory_order_acquire);

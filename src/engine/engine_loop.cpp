@@ -2,6 +2,8 @@
 // request is unfinished, publish the waiting count.
 #include "engine/engine_impl.h"
 
+#include "base/thread_name.h"
+
 namespace tally {
 
 bool EngineImpl::wait_for_work() {
@@ -44,6 +46,7 @@ void EngineImpl::take_submitted() {
 }
 
 void EngineImpl::loop() {
+  name_this_thread("tally-engine");
   while (wait_for_work()) {
     if (core_->has_unfinished()) {
       core_->step();

@@ -10,10 +10,13 @@
 #include <boost/asio/thread_pool.hpp>
 #include <sys/resource.h>
 
+#include <latch>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 
+#include "base/thread_name.h"
 #include "base/unix_time.h"
 #include "server/access_log.h"
 #include "server/auth.h"
@@ -43,6 +46,18 @@ void add_routes(RouteTable& routes, ServerContext& ctx) {
   routes.add("GET", "/metrics", RouteAccess::kMetrics, bind(handle_metrics));
 }
 
+// Names each of the pool's n threads: n tasks that each wait until all n have started must
+// run on n different threads.
+void name_pool_threads(asio::thread_pool& pool, int n, const std::string& prefix) {
+  auto all_started = std::make_shared<std::latch>(n);
+  for (int i = 0; i < n; ++i) {
+    asio::post(pool, [all_started, name = prefix + std::to_string(i)] {
+      name_this_thread(name);
+      all_started->arrive_and_wait();
+    });
+  }
+}
+
 }  // namespace
 
 // The io_context is declared first so it is destroyed last, after everything that holds
@@ -66,6 +81,7 @@ struct Server::Impl {
         signals(io, SIGINT, SIGTERM),
         drain_timer(io) {
     add_routes(routes, ctx);
+    name_pool_threads(prompt_workers, std::max(1, config.prompt_workers), "tally-prompt-");
     http.set_head_check([this](const HttpRequest& head) { return check_head(head); });
   }
 

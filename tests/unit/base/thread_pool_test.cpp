@@ -1,10 +1,16 @@
 #include "base/thread_pool.h"
 
+#include <pthread.h>
+
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <thread>
 #include <numeric>
+#include <string>
 #include <vector>
+
+#include "base/thread_name.h"
 
 #include <gtest/gtest.h>
 
@@ -24,6 +30,38 @@ TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
       for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "task " << i;
     }
   }
+}
+
+std::string name_of_this_thread() {
+  std::array<char, 16> name{};
+  pthread_getname_np(pthread_self(), name.data(), name.size());
+  return name.data();
+}
+
+TEST(ThreadPool, WorkersAreNamedByTheirIndex) {
+  ThreadPool pool(3);
+  std::vector<std::string> names(3);
+  std::atomic<int> seen{0};
+  // Which thread takes which task is not fixed: run jobs until each thread has taken one.
+  for (int i = 0; i < 100000 && seen.load() < 3; ++i) {
+    pool.run(3, [&](int64_t, int thread) {
+      if (names[thread].empty()) {
+        names[thread] = name_of_this_thread();
+        seen.fetch_add(1);
+      }
+    });
+  }
+  EXPECT_EQ(names[1], "tally-compute-1");
+  EXPECT_EQ(names[2], "tally-compute-2");
+  EXPECT_EQ(names[0], name_of_this_thread());  // the caller keeps its own name
+}
+
+TEST(ThreadName, LongNamesAreCutToWhatLinuxKeeps) {
+  std::thread t([] {
+    tally::name_this_thread("a-thread-name-longer-than-fifteen");
+    EXPECT_EQ(name_of_this_thread(), "a-thread-name-l");
+  });
+  t.join();
 }
 
 TEST(ThreadPool, ManyShortJobsInARow) {

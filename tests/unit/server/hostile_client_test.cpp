@@ -1,5 +1,8 @@
 // Clients that try to make the server do work they are not entitled to: requests refused from
 // their header cost no body read, and slow work never runs on the I/O thread.
+#include <pthread.h>
+
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -89,11 +92,15 @@ class GatedRenderer final : public tally::server::ChatRenderer {
     std::condition_variable cv;
     int started = 0;
     bool released = false;
+    std::string thread_name;  // of the thread that rendered last
   };
   explicit GatedRenderer(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
   tally::Result<std::string> render(const std::vector<tally::ChatMessage>&,
                                     bool) const override {
     std::unique_lock<std::mutex> lock(gate_->mu);
+    std::array<char, 16> name{};
+    pthread_getname_np(pthread_self(), name.data(), name.size());
+    gate_->thread_name = name.data();
     ++gate_->started;
     gate_->cv.notify_all();
     gate_->cv.wait_for(lock, std::chrono::seconds(15), [this] { return gate_->released; });
@@ -142,6 +149,15 @@ TEST(PromptWorkers, RateLimitComesBeforeTheTemplate) {
             429);
   std::lock_guard<std::mutex> lock(gate->mu);
   EXPECT_EQ(gate->started, 1);  // the refused requests cost no rendering
+}
+
+TEST(PromptWorkers, TemplatesRenderOnTheNamedPromptThreads) {
+  auto gate = std::make_shared<GatedRenderer::Gate>();
+  gate->released = true;
+  TestServer server(TestServer::default_config(), std::make_unique<GatedRenderer>(gate));
+  EXPECT_EQ(server.post("/v1/chat/completions", kChatBody).status, 200);
+  std::lock_guard<std::mutex> lock(gate->mu);
+  EXPECT_EQ(gate->thread_name.rfind("tally-prompt-", 0), 0u) << gate->thread_name;
 }
 
 TEST(PromptWorkers, DetokenizeIsRateLimited) {
