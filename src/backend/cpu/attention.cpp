@@ -119,7 +119,8 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
   const IsaLevel isa = cpu_isa_level();
   // One task per (tile of tokens, KV head): each owns its output rows, so no reduction is
   // split, and a token's bits do not depend on its tile. Tasks are handed out in groups big
-  // enough to be worth waking a worker for; the grouping cannot change results.
+  // enough to be worth waking a worker for; the grouping cannot change results. KV head
+  // major: a prefill's consecutive tiles read the same head's K/V, which then stays in L2.
   constexpr int64_t kMinFlopsPerGroup = int64_t{1} << 16;
   const int64_t tile = attention_tile_tokens(isa, args.n_heads / args.n_kv_heads);
   const int64_t n_tiles = (args.n_tokens + tile - 1) / tile;
@@ -130,8 +131,8 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
   const int64_t grain = std::max<int64_t>(1, kMinFlopsPerGroup / std::max<int64_t>(1, flops_per_task));
   pool.parallel_for(n_tasks, grain, [&](int64_t begin, int64_t end, int) {
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t t0 = task / args.n_kv_heads * tile;
-      attention_tile_task(isa, args, t0, std::min(tile, args.n_tokens - t0), task % args.n_kv_heads);
+      const int64_t t0 = task % n_tiles * tile;
+      attention_tile_task(isa, args, t0, std::min(tile, args.n_tokens - t0), task / n_tiles);
     }
   });
 }
