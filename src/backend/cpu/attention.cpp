@@ -58,6 +58,52 @@ void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int6
   }
 }
 
+namespace {
+
+// The SIMD vector width of an ISA path, in floats (0: no tiled kernel).
+int64_t attention_tile_width(IsaLevel isa) {
+  switch (isa) {
+    case IsaLevel::kAvx512: return 16;
+    case IsaLevel::kAvx2: return 8;
+    case IsaLevel::kScalar: return 0;
+  }
+  return 0;
+}
+
+// Whether tokens [t0, t0 + nt) (one sequence) can share a tile: whole vectors per head, and
+// no window cutting a context (a cut moves where a token's chunks start).
+bool attention_tile_applies(const AttentionArgs& a, int64_t width, int64_t t0, int64_t nt) {
+  if (width == 0 || a.head_dim % width != 0) return false;
+  if (a.window <= 0) return true;
+  for (int64_t t = t0; t < t0 + nt; ++t)
+    if (static_cast<int64_t>(a.positions[t]) + 1 > a.window) return false;
+  return true;
+}
+
+}  // namespace
+
+int64_t attention_tile_tokens(IsaLevel isa, int64_t n_rep) {
+  const int64_t width = attention_tile_width(isa);
+  return width == 0 ? 1 : std::max<int64_t>(1, width / std::min(n_rep, kAttentionGroup));
+}
+
+void attention_tile_task(IsaLevel isa, const AttentionArgs& args, int64_t token_begin,
+                         int64_t n_tokens, int64_t kv_head) {
+  const int64_t end = token_begin + n_tokens;
+  for (int64_t t0 = token_begin; t0 < end;) {
+    int64_t t1 = t0 + 1;  // the run of tokens of t0's sequence
+    while (t1 < end && args.seq_index[t1] == args.seq_index[t0]) ++t1;
+    if (!attention_tile_applies(args, attention_tile_width(isa), t0, t1 - t0)) {
+      for (int64_t t = t0; t < t1; ++t) attention_task(isa, args, t, kv_head);
+    } else if (isa == IsaLevel::kAvx512) {
+      detail::attention_tile_avx512(args, t0, t1 - t0, kv_head);
+    } else {
+      detail::attention_tile_avx2(args, t0, t1 - t0, kv_head);
+    }
+    t0 = t1;
+  }
+}
+
 void attention(const AttentionArgs& args, ThreadPool& pool) {
   TALLY_CHECK(args.n_kv_heads > 0 && args.n_heads % args.n_kv_heads == 0,
               "{} query heads do not split into {} KV heads", args.n_heads, args.n_kv_heads);
@@ -71,18 +117,23 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
               "attention: {} KV heads of {} values do not tile {}/{} blocks", args.n_kv_heads,
               args.head_dim, dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
   const IsaLevel isa = cpu_isa_level();
-  // One task per (token, KV head): each owns its output rows, so no reduction is split.
-  // Tasks are handed out in groups big enough to be worth waking a worker for; the grouping
-  // cannot change results.
+  // One task per (tile of tokens, KV head): each owns its output rows, so no reduction is
+  // split, and a token's bits do not depend on its tile. Tasks are handed out in groups big
+  // enough to be worth waking a worker for; the grouping cannot change results. KV head
+  // major: a prefill's consecutive tiles read the same head's K/V, which then stays in L2.
   constexpr int64_t kMinFlopsPerGroup = int64_t{1} << 16;
-  const int64_t n_tasks = args.n_tokens * args.n_kv_heads;
+  const int64_t tile = attention_tile_tokens(isa, args.n_heads / args.n_kv_heads);
+  const int64_t n_tiles = (args.n_tokens + tile - 1) / tile;
+  const int64_t n_tasks = n_tiles * args.n_kv_heads;
   int64_t max_ctx = 0;
   for (int64_t t = 0; t < args.n_tokens; ++t) max_ctx = std::max<int64_t>(max_ctx, args.positions[t] + 1);
-  const int64_t flops_per_task = 4 * max_ctx * (args.n_heads / args.n_kv_heads) * args.head_dim;
+  const int64_t flops_per_task = 4 * max_ctx * tile * (args.n_heads / args.n_kv_heads) * args.head_dim;
   const int64_t grain = std::max<int64_t>(1, kMinFlopsPerGroup / std::max<int64_t>(1, flops_per_task));
   pool.parallel_for(n_tasks, grain, [&](int64_t begin, int64_t end, int) {
-    for (int64_t task = begin; task < end; ++task)
-      attention_task(isa, args, task / args.n_kv_heads, task % args.n_kv_heads);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t t0 = task % n_tiles * tile;
+      attention_tile_task(isa, args, t0, std::min(tile, args.n_tokens - t0), task / n_tiles);
+    }
   });
 }
 

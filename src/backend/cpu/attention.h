@@ -11,7 +11,8 @@
 // size), rescaling the running sum when the running max grows. A token's result therefore
 // depends only on its query and its sequence's K/V, never on the batch around it, the block
 // size or the thread count. Query heads that share a KV head (GQA) are processed together so
-// each K/V row is read once per group (per kAttentionGroup query heads).
+// each K/V row is read once per group (per kAttentionGroup query heads), and on the SIMD
+// paths the heads of several tokens of one sequence (a prefill) share each read too.
 //
 // K and V may each be stored as f32, f16, bf16, q8_0 or q4_0 (PagedKvLayer::k_dtype, v_dtype);
 // 16-bit values are widened and quantized blocks dequantized to f32 as they are loaded, and the
@@ -42,10 +43,22 @@ using tally::PagedKvLayer;
 void attention(const AttentionArgs& args, ThreadPool& pool);
 // One token's query heads of one KV head group, through the given ISA path.
 void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int64_t kv_head);
+// Tokens [token_begin, token_begin + n_tokens) of one KV head group: runs of tokens of one
+// sequence go through the SIMD paths' tiled kernel (attention_tile.h: several tokens' heads
+// share every K/V load) where it applies, else token by token. Each token gets exactly the
+// bits attention_task gives it.
+void attention_tile_task(IsaLevel isa, const AttentionArgs& args, int64_t token_begin,
+                         int64_t n_tokens, int64_t kv_head);
+// How many tokens of a sequence one tile of the ISA path takes (1 on the scalar path).
+int64_t attention_tile_tokens(IsaLevel isa, int64_t n_rep);
 
 namespace detail {
 void attention_task_avx2(const AttentionArgs& args, int64_t token, int64_t kv_head);
 void attention_task_avx512(const AttentionArgs& args, int64_t token, int64_t kv_head);
+void attention_tile_avx2(const AttentionArgs& args, int64_t token_begin, int64_t n_tokens,
+                         int64_t kv_head);
+void attention_tile_avx512(const AttentionArgs& args, int64_t token_begin, int64_t n_tokens,
+                           int64_t kv_head);
 }  // namespace detail
 
 }  // namespace tally::cpu

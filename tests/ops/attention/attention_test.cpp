@@ -126,17 +126,15 @@ struct Scoring {
   float softcap = 0.0f;
 };
 
-std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& layer,
-                             const BlockTableView* tables, const Query& q, int threads = 1,
-                             const Scoring& scoring = {}) {
-  std::vector<float> out(q.q.size(), -7.0f);
+AttentionArgs make_args(const Shape& s, const PagedKvLayer& layer, const BlockTableView* tables,
+                        const Query& q, float* out, const Scoring& scoring) {
   AttentionArgs a;
   a.n_tokens = static_cast<int64_t>(q.pos.size());
   a.n_heads = s.n_heads;
   a.n_kv_heads = s.n_kv_heads;
   a.head_dim = s.head_dim;
   a.q = q.q.data();
-  a.out = out.data();
+  a.out = out;
   a.positions = q.pos.data();
   a.seq_index = q.seq.data();
   a.block_tables = tables;
@@ -144,6 +142,14 @@ std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& l
   a.window = scoring.window;
   a.score_divisor = scoring.divisor;
   a.softcap = scoring.softcap;
+  return a;
+}
+
+std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& layer,
+                             const BlockTableView* tables, const Query& q, int threads = 1,
+                             const Scoring& scoring = {}) {
+  std::vector<float> out(q.q.size(), -7.0f);
+  const AttentionArgs a = make_args(s, layer, tables, q, out.data(), scoring);
   if (isa == cpu_isa_level()) {
     ThreadPool tp(threads);
     attention(a, tp);
@@ -367,6 +373,52 @@ TEST(Attention, WindowScaleAndSoftcapMatchReference) {
   const auto windowed = run(cpu_isa_level(), s, pool, q, 1, Scoring{4, 0.0f, 0.0f});
   EXPECT_NE(0, std::memcmp(all.data() + 2 * 6 * 32, windowed.data() + 2 * 6 * 32, 6 * 32 * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(all.data(), windowed.data(), 2 * 6 * 32 * sizeof(float)));  // positions 0, 3
+}
+
+// The tiled kernel (several tokens of a sequence sharing each K/V load) gives every token
+// exactly the per-token kernel's bits: tiles of the path's size and of the whole batch, a
+// prefill run crossing a chunk edge, tokens far apart in one tile (contexts ending in
+// different chunks), tiles crossing sequences, GQA groups of 1 to 10 heads, K/V types alike
+// and mixed, a window (tokens past it take the per-token kernel) and a soft-cap.
+TEST(Attention, TiledTasksGiveThePerTokenBits) {
+  const Shape shapes[] = {{32, 4, 64}, {16, 2, 32}, {20, 2, 32}, {12, 2, 16},
+                          {4, 4, 64},  {6, 2, 128}, {3, 1, 33}};
+  std::vector<int32_t> seq, pos;
+  for (int32_t p = 100; p < 141; ++p) {
+    seq.push_back(0);
+    pos.push_back(p);
+  }
+  seq.insert(seq.end(), {0, 0, 1, 1, 1, 2, 0});
+  pos.insert(pos.end(), {3, 149, 0, 63, 64, 69, 64});
+  const KvTypes type_pairs[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                                {DType::kQ8_0, DType::kF16}, {DType::kF16, DType::kQ4_0},
+                                {DType::kBF16, DType::kF32}};
+  for (const Shape& s : shapes)
+    for (const KvTypes& types : type_pairs) {
+      if (!shape_fits(s, types)) continue;
+      const Pool pool(s, 16, {150, 70, 70}, 21, types);
+      const Query q = make_queries(s, seq, pos, 22);
+      const int64_t n = static_cast<int64_t>(pos.size());
+      for (const Scoring sc : {Scoring{}, Scoring{120, 0.0f, 0.0f}, Scoring{0, 3.0f, 1.5f}})
+        for (IsaLevel isa : available_isas()) {
+          if (isa == IsaLevel::kScalar) continue;
+          std::vector<float> want(q.q.size(), -7.0f);
+          const AttentionArgs a_want = make_args(s, pool.layer(), pool.views(), q, want.data(), sc);
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t h = 0; h < s.n_kv_heads; ++h) attention_task(isa, a_want, t, h);
+          for (int64_t tile : {attention_tile_tokens(isa, s.n_heads / s.n_kv_heads), n}) {
+            std::vector<float> got(q.q.size(), -7.0f);
+            const AttentionArgs a = make_args(s, pool.layer(), pool.views(), q, got.data(), sc);
+            for (int64_t t0 = 0; t0 < n; t0 += tile)
+              for (int64_t h = 0; h < s.n_kv_heads; ++h)
+                attention_tile_task(isa, a, t0, std::min(tile, n - t0), h);
+            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                << "heads " << s.n_heads << "/" << s.n_kv_heads << " head_dim " << s.head_dim << " "
+                << kv_types_name(types) << " tile " << tile << " window " << sc.window
+                << " softcap " << sc.softcap << " isa=" << isa_level_name(isa);
+          }
+        }
+    }
 }
 
 TEST(Attention, SinglePositionReturnsItsValue) {

@@ -1,0 +1,214 @@
+// Attention for a tile of query tokens of one sequence (prefill, chunked prefill), with the
+// per-token path's bits (attention_impl.h).
+//
+// A tile fills the S::kWidth lanes of a vector with (token, query head) pairs of one KV head
+// group: 2 tokens x 8 heads on AVX-512 for a GQA group of 8, 1 x 8 on AVX2, more tokens for
+// smaller groups. Each K/V vector is then loaded (and widened) once for every pair, the
+// pairs' dot products are reduced together (S::hsum_lanes: the same additions as S::hsum,
+// 15 instead of 64 on AVX-512), and the softmax steps that were scalar loops per head (the
+// chunk's max, the running sum) run on one vector of pairs per position.
+//
+// Every float operation of a (token, head) is the per-token path's, in its order: scores
+// with the same fma lanes and lane tree, the same division and soft-cap, the chunk's max by
+// the same comparison, the same libm exp for the rescale, the running sum and each output
+// element as the same chains over the positions in order. Tokens whose context ends inside a
+// chunk see the positions past their end as -inf scores and zero weights, which leave the max,
+// the sum (l + 0 == l) and the outputs (no fma is issued for them) unchanged. So a token's
+// result does not depend on the tile it lands in; tests/ops/attention checks it bit for bit.
+// Include only from attention_avx2.cpp / attention_avx512.cpp, after the primitive header.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/attention_simd.h"
+
+namespace tally::cpu {
+namespace {
+
+template <class S>
+struct AttentionTile {
+  static constexpr int kW = S::kWidth;
+  using V = typename S::V;
+  using Kern = SimdKernels<S>;
+
+  // The (token, head) pair of each lane. Lanes from n_used on are idle: they compute on lane
+  // 0's query and their results are never read.
+  struct Lanes {
+    const float* q[kW];
+    float* out[kW];
+    int64_t n_ctx[kW];  // positions the lane attends (0 for idle lanes)
+    int n_used;
+  };
+
+  struct Chunk {
+    int64_t c0, nc;  // first position, positions in the chunk (the longest lane's)
+    int64_t full;    // rows [0, full) are valid for every used lane
+  };
+
+  // s[p][lane] = q_lane . k_p / divisor (soft-capped), as scores_n computes each.
+  template <class EK, class EV>
+  static void scores(const AttentionArgs& a, const Lanes& ln, const Chunk& c, const int64_t* offset,
+                     float* s) {
+    const int64_t hd = a.head_dim;
+    constexpr int64_t kAhead = kAttentionPrefetchAhead;
+    for (int64_t p = 0; p < c.nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(a.kv.k, offset[p]), hd);
+    for (int64_t p = 0; p < c.nc; ++p) {
+      if (p + kAhead < c.nc) prefetch_row<EK>(EK::row(a.kv.k, offset[p + kAhead]), hd);
+      prefetch_row<EV>(EV::row(a.kv.v, offset[p]), hd);
+      const typename EK::Row k = EK::row(a.kv.k, offset[p]);
+      V acc[kW];
+      for (int L = 0; L < kW; ++L) acc[L] = S::zero();
+      for (int64_t i = 0; i < hd; i += kW) {
+        const V kv = Kern::template load_kv<EK>(k, i);
+#pragma GCC unroll 16
+        for (int L = 0; L < kW; ++L) acc[L] = S::fmadd(S::load(ln.q[L] + i), kv, acc[L]);
+      }
+      S::store(s + p * kW, S::hsum_lanes(acc));
+    }
+    const float divisor =
+        a.score_divisor > 0.0f ? a.score_divisor : __builtin_sqrtf(static_cast<float>(hd));
+    for (int64_t e = 0; e < c.nc * kW; ++e) s[e] /= divisor;
+    if (a.softcap > 0.0f)
+      for (int64_t e = 0; e < c.nc * kW; ++e) s[e] = a.softcap * __builtin_tanhf(s[e] / a.softcap);
+  }
+
+  // Sets s[p][lane] to `value` where position c0 + p is past the lane's context.
+  static void mask_ragged_rows(const Lanes& ln, const Chunk& c, float* s, float value) {
+    for (int64_t p = c.full; p < c.nc; ++p)
+      for (int L = 0; L < ln.n_used; ++L)
+        if (c.c0 + p >= ln.n_ctx[L]) s[p * kW + L] = value;
+  }
+
+  // attention_softmax_update for every lane: scores in s become the chunk's weights.
+  static void softmax_update(const Lanes& ln, const Chunk& c, const int64_t hd, float* s, float* m,
+                             float* l) {
+    mask_ragged_rows(ln, c, s, -__builtin_inff());
+    V chunk_max = S::load(s);  // s[p] > max ? s[p] : max, as the scalar loop
+    for (int64_t p = 1; p < c.nc; ++p) chunk_max = S::max(S::load(s + p * kW), chunk_max);
+    float cm[kW];
+    S::store(cm, chunk_max);
+    for (int L = 0; L < ln.n_used; ++L) {
+      if (!(cm[L] > m[L])) continue;
+      if (l[L] > 0.0f) {  // rescale what was summed under the old max
+        const float alpha = __builtin_expf(m[L] - cm[L]);
+        Kern::scale(ln.out[L], alpha, hd);
+        l[L] *= alpha;
+      }
+      m[L] = cm[L];
+    }
+    const V mv = S::load(m);
+    for (int64_t p = 0; p < c.nc; ++p) S::store(s + p * kW, simd_exp<S>(S::sub(S::load(s + p * kW), mv)));
+    mask_ragged_rows(ln, c, s, 0.0f);
+    V lv = S::load(l);
+    for (int64_t p = 0; p < c.nc; ++p) lv = S::add(lv, S::load(s + p * kW));
+    S::store(l, lv);
+  }
+
+  // out[lane] += w[p][lane] * v_p over rows [p0, p1) in order; kGuarded issues the fma only
+  // for used lanes whose context holds the position.
+  template <class EV, bool kGuarded>
+  static void weighted_rows(const AttentionArgs& a, const Lanes& ln, int64_t c0, int64_t p0, int64_t p1,
+                            const int64_t* offset, const float* w, int64_t i, V* acc) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const V vv = Kern::template load_kv<EV>(EV::row(a.kv.v, offset[p]), i);
+#pragma GCC unroll 16
+      for (int L = 0; L < kW; ++L)
+        if (!kGuarded || c0 + p < ln.n_ctx[L]) acc[L] = S::fmadd(S::set1(w[p * kW + L]), vv, acc[L]);
+    }
+  }
+
+  template <class EV>
+  static void weighted_sum(const AttentionArgs& a, const Lanes& ln, const Chunk& c, const int64_t* offset,
+                           const float* w) {
+    const bool all_used = ln.n_used == kW;
+    for (int64_t i = 0; i < a.head_dim; i += kW) {
+      V acc[kW];
+      for (int L = 0; L < kW; ++L) acc[L] = L < ln.n_used ? S::load(ln.out[L] + i) : S::zero();
+      if (all_used)
+        weighted_rows<EV, false>(a, ln, c.c0, 0, c.full, offset, w, i, acc);
+      else
+        weighted_rows<EV, true>(a, ln, c.c0, 0, c.full, offset, w, i, acc);
+      weighted_rows<EV, true>(a, ln, c.c0, c.full, c.nc, offset, w, i, acc);
+      for (int L = 0; L < ln.n_used; ++L) S::store(ln.out[L] + i, acc[L]);
+    }
+  }
+
+  // The lanes' whole contexts (one sequence, no window cut), chunk by chunk.
+  template <class EK, class EV>
+  static void run(const AttentionArgs& a, const Lanes& ln, BlockTableView table, int64_t kvh) {
+    const int64_t hd = a.head_dim;
+    const int64_t bs = a.kv.block_size;
+    const int64_t slot_stride = a.n_kv_heads * hd;
+    float m[kW];
+    float l[kW];
+    alignas(64) float s[kAttentionChunk * kW];  // [position][lane]: scores, then weights
+    int64_t offset[kAttentionChunk];            // of each position's K/V row in the layer
+    int64_t max_ctx = 0;
+    int64_t min_ctx = ln.n_ctx[0];
+    for (int L = 0; L < kW; ++L) {
+      m[L] = -__builtin_inff();
+      l[L] = 0.0f;
+    }
+    for (int L = 0; L < ln.n_used; ++L) {
+      for (int64_t d = 0; d < hd; ++d) ln.out[L][d] = 0.0f;
+      max_ctx = ln.n_ctx[L] > max_ctx ? ln.n_ctx[L] : max_ctx;
+      min_ctx = ln.n_ctx[L] < min_ctx ? ln.n_ctx[L] : min_ctx;
+    }
+    for (int64_t c0 = 0; c0 < max_ctx; c0 += kAttentionChunk) {
+      Chunk c{c0, max_ctx - c0 < kAttentionChunk ? max_ctx - c0 : kAttentionChunk, 0};
+      c.full = min_ctx - c0 < 0 ? 0 : (min_ctx - c0 < c.nc ? min_ctx - c0 : c.nc);
+      for (int64_t p = 0; p < c.nc; ++p) {
+        const int64_t pos = c0 + p;
+        const int64_t slot = static_cast<int64_t>(table.ids[pos / bs]) * bs + pos % bs;
+        offset[p] = slot * slot_stride + kvh * hd;
+      }
+      scores<EK, EV>(a, ln, c, offset, s);
+      softmax_update(ln, c, hd, s, m, l);
+      weighted_sum<EV>(a, ln, c, offset, s);
+    }
+    for (int L = 0; L < ln.n_used; ++L) Kern::scale(ln.out[L], 1.0f / l[L], hd);
+  }
+
+  // Tokens [t0, t0 + nt) of one sequence whose contexts no window cuts, KV head kvh: each
+  // query head subgroup in passes of kW / subgroup-size tokens.
+  template <class EK, class EV>
+  static void tile(const AttentionArgs& a, int64_t t0, int64_t nt, int64_t kvh) {
+    const int64_t hd = a.head_dim;
+    const int64_t n_rep = a.n_heads / a.n_kv_heads;
+    const BlockTableView table = a.block_tables[a.seq_index[t0]];
+    for (int64_t g0 = 0; g0 < n_rep; g0 += kAttentionGroup) {
+      const int64_t ng = n_rep - g0 < kAttentionGroup ? n_rep - g0 : kAttentionGroup;
+      const int64_t per_pass = kW / ng;
+      for (int64_t j0 = 0; j0 < nt; j0 += per_pass) {
+        Lanes ln;
+        ln.n_used = static_cast<int>((nt - j0 < per_pass ? nt - j0 : per_pass) * ng);
+        for (int L = 0; L < kW; ++L) {
+          if (L < ln.n_used) {
+            const int64_t t = t0 + j0 + L / ng;
+            const int64_t row = (t * a.n_heads + kvh * n_rep + g0 + L % ng) * hd;
+            ln.q[L] = a.q + row;
+            ln.out[L] = a.out + row;
+            ln.n_ctx[L] = static_cast<int64_t>(a.positions[t]) + 1;
+          } else {
+            ln.q[L] = ln.q[0];
+            ln.out[L] = nullptr;
+            ln.n_ctx[L] = 0;
+          }
+        }
+        run<EK, EV>(a, ln, table, kvh);
+      }
+    }
+  }
+};
+
+// Dispatch on the storage types of K and V (checked by the callers).
+template <class S>
+void attention_tile_impl(const AttentionArgs& a, int64_t t0, int64_t nt, int64_t kvh) {
+  with_kv_storage(a.kv.k_dtype, [&]<class EK>() {
+    with_kv_storage(a.kv.v_dtype,
+                    [&]<class EV>() { AttentionTile<S>::template tile<EK, EV>(a, t0, nt, kvh); });
+  });
+}
+
+}  // namespace
+}  // namespace tally::cpu
