@@ -3,6 +3,7 @@
 // (engine_update.cpp) -> metrics -> callbacks. A failure is confined to the requests it
 // touches: they end with kError and the next step goes on.
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "base/log.h"
@@ -11,6 +12,7 @@
 namespace tally {
 
 void EngineCore::step() {
+  const auto started = std::chrono::steady_clock::now();
   sched_.schedule(out_);
   note_scheduled(EngineClock::now());
   Status st = runner_->prepare(out_);
@@ -26,6 +28,10 @@ void EngineCore::step() {
     fail_scheduled(st);
   }
   update();
+  if (st.ok()) {  // speculation's step-cost curve T(n): the whole step, callbacks excluded
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    sched_.record_step_time(out_.n_tokens, took.count());
+  }
   publish_metrics();  // before the callbacks: a caller that sees its end sees its blocks freed
   deliver();
   forget_done();
