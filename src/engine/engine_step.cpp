@@ -28,7 +28,13 @@ void EngineCore::step() {
     fail_scheduled(st);
   }
   update();
-  if (st.ok()) {  // speculation's step-cost curve T(n): the whole step, callbacks excluded
+  // Speculation's step-cost curve T(n): the whole step, callbacks excluded, of steps whose
+  // every position is a decode or a draft (one logits row and one sampling each). A prefill
+  // position costs less (no logits row): its steps would make drafts look cheap.
+  const bool decode_only =
+      std::all_of(out_.scheduled.begin(), out_.scheduled.end(),
+                  [](const ScheduledSeq& row) { return row.n_tokens == row.n_draft + 1; });
+  if (st.ok() && decode_only) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     sched_.record_step_time(out_.n_tokens, took.count());
   }

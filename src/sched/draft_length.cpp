@@ -13,7 +13,11 @@ StepCostTable::StepCostTable(int32_t max_positions)
 void StepCostTable::record(int32_t positions, double seconds) {
   if (positions < 1 || positions > max_positions() || !(seconds > 0.0)) return;
   double& t = seconds_[static_cast<size_t>(positions)];
-  t = t == 0.0 ? seconds : t + kWeight * (seconds - t);
+  if (t == 0.0) {
+    t = seconds;
+  } else {
+    t += (seconds < t ? kWeightDown : kWeightUp) * (seconds - t);
+  }
 }
 
 bool StepCostTable::measured(int32_t positions) const {

@@ -32,7 +32,9 @@ struct AcceptanceEstimate {
   void observe(bool accepted) { alpha += kWeight * ((accepted ? 1.0f : 0.0f) - alpha); }
 };
 
-// Step time by position count, 1..max_positions, each an EWMA of the steps of that size.
+// Step time by position count, 1..max_positions, each an EWMA of the steps of that size that
+// follows a faster step more readily than a slower one: on a shared machine the noise is
+// mostly other work stretching a step, so the floor is the step's own cost.
 class StepCostTable {
  public:
   explicit StepCostTable(int32_t max_positions);
@@ -46,7 +48,8 @@ class StepCostTable {
   int32_t max_positions() const { return static_cast<int32_t>(seconds_.size()) - 1; }
 
  private:
-  static constexpr double kWeight = 0.25;
+  static constexpr double kWeightDown = 0.5;  // a step faster than the estimate
+  static constexpr double kWeightUp = 0.1;    // a slower one
   std::vector<double> seconds_;  // [n]; 0 = never measured
 };
 
@@ -59,7 +62,7 @@ struct DraftCandidate {
 
 // A drafted step must beat the undrafted one by this fraction of its rate: a margin against
 // timing noise, so drafting is never chosen for a gain the measurements cannot show.
-inline constexpr double kDraftMinGain = 0.02;
+inline constexpr double kDraftMinGain = 0.1;
 
 // The adaptive rule. Draft token j (1-based) of a sequence with acceptance a is used with
 // probability a^j (its predecessors were accepted); taking the best m of all candidates'

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/engine_core.h"
 #include "engine_test_util.h"
+#include "support/memory_footprint.h"
 
 namespace tally_test {
 namespace {
@@ -165,8 +166,11 @@ TEST(EngineSpec, NoLeakedBlocksUnderRandomCancellations) {
 // 100 prompts x 256 greedy tokens (copy-heavy story text and random tokens): the output is
 // the same whatever draft length each sequence gets each step (a seeded random k in
 // [0, num_speculative_tokens], or the adaptive rule's timing-dependent choice), at batch 1
-// and 8, with and without the prefix cache.
+// and 8, with and without the prefix cache. About a minute on a loaded 2-core machine; a
+// sanitized build runs a quarter of the prompts at half the length.
 TEST(EngineSpec, GreedyOutputIsTheSameWhateverDraftLengthIsChosen) {
+  const int32_t n_prompts = tally_test::kSanitizedBuild ? 25 : 100;
+  const int32_t n_tokens = tally_test::kSanitizedBuild ? 128 : 256;
   auto config = [](int32_t max_seqs, bool prefix, tally::SpecMode mode,
                    tally::DraftLengthRule rule) {
     tally::EngineConfig c = spec_config(mode != tally::SpecMode::kOff, max_seqs, prefix);
@@ -182,7 +186,7 @@ TEST(EngineSpec, GreedyOutputIsTheSameWhateverDraftLengthIsChosen) {
       make_engine(config(8, false, tally::SpecMode::kOff, tally::DraftLengthRule::kFixed));
   ASSERT_NE(ref_engine, nullptr);
   std::vector<tally::EngineRequest> reqs;
-  for (int32_t i = 0; i < 100; ++i) {
+  for (int32_t i = 0; i < n_prompts; ++i) {
     std::vector<int32_t> prompt;
     if (i % 2 == 1) {
       prompt = make_prompt(8 + (i * 11) % 90, 900 + static_cast<uint64_t>(i));
@@ -191,7 +195,7 @@ TEST(EngineSpec, GreedyOutputIsTheSameWhateverDraftLengthIsChosen) {
       for (int32_t r = 0; r < (i / 2) % 3; ++r) text += std::string(" ") + kStoryLines[(i + r) % 4];
       prompt = ref_engine->tokenizer().encode(text, /*add_special=*/true, /*parse_special=*/false);
     }
-    tally::EngineRequest r = greedy_request(std::move(prompt), 256);
+    tally::EngineRequest r = greedy_request(std::move(prompt), n_tokens);
     r.ignore_eos = true;
     reqs.push_back(std::move(r));
   }
@@ -214,7 +218,7 @@ TEST(EngineSpec, GreedyOutputIsTheSameWhateverDraftLengthIsChosen) {
     for (size_t i = 0; i < reqs.size(); ++i) {
       ASSERT_TRUE(got[i].done && !got[i].error) << i << " " << got[i].status.to_string();
       ASSERT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
-      EXPECT_EQ(got[i].tokens[0].size(), 256u);
+      EXPECT_EQ(got[i].tokens[0].size(), static_cast<size_t>(n_tokens));
     }
     const tally::EngineMetrics m = engine->metrics();
     if (run.rule == tally::DraftLengthRule::kRandomForTest) {

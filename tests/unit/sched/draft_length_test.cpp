@@ -41,9 +41,12 @@ TEST(StepCostTable, InterpolatesBetweenMeasuredSizesAndHoldsPastThem) {
   EXPECT_DOUBLE_EQ(est[5], 3.0);
   EXPECT_DOUBLE_EQ(est[6], 3.0);  // past the largest: held (the next draft measures it)
   EXPECT_DOUBLE_EQ(est[7], 3.0);
-  t.record(6, 7.0);  // an EWMA: a quarter of the way to the new time
+  t.record(6, 7.0);  // an EWMA: a tenth of the way up to a slower time
   t.estimate(6, std::span<double>(est).first(1));
-  EXPECT_DOUBLE_EQ(est[0], 4.0);
+  EXPECT_DOUBLE_EQ(est[0], 3.4);
+  t.record(6, 1.4);  // half the way down to a faster one
+  t.estimate(6, std::span<double>(est).first(1));
+  EXPECT_DOUBLE_EQ(est[0], 2.4);
 }
 
 TEST(DraftLength, NothingMeasuredMeansNoDraft) {
