@@ -24,8 +24,8 @@ SchedulerConfig spec_sched_config() {
   return c;
 }
 
-Scheduler make_spec_scheduler() {
-  auto s = Scheduler::create(spec_sched_config());
+Scheduler make_spec_scheduler(const SchedulerConfig& c = spec_sched_config()) {
+  auto s = Scheduler::create(c);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return std::move(s).value();
 }
@@ -158,9 +158,7 @@ TEST(SpecSchedule, OffMeansNoDrafts) {
 TEST(SpecSchedule, AdaptiveDraftsOnlyWhereTheStepCostSaysItPaysAndLearnsWithoutDrafting) {
   SchedulerConfig c = spec_sched_config();
   c.spec.draft_length = DraftLengthRule::kAdaptive;
-  auto s_or = Scheduler::create(c);
-  ASSERT_TRUE(s_or.ok());
-  Scheduler s = std::move(s_or).value();
+  Scheduler s = make_spec_scheduler(c);
   for (int32_t n = 1; n <= c.max_batched_tokens; ++n) s.record_step_time(n, 1e-3 * n);
   RequestSpec r = spec_request(1, {4, 4, 4, 4});
   r.max_tokens = 20;
