@@ -326,7 +326,8 @@ void add_target_flags(CLI::App& app, ServeBenchArgs& a) {
 
 void add_workload_flags(CLI::App& app, ServeBenchArgs& a) {
   SyntheticConfig& s = a.synthetic;
-  app.add_option("--dataset-name", a.dataset_name, "random, shared-prefix, multi-turn, repeat (copy-heavy) or sharegpt")
+  app.add_option("--dataset-name", a.dataset_name,
+                 "random, shared-prefix, multi-turn, repeat (copy-heavy) or sharegpt")
       ->capture_default_str();
   app.add_option("--dataset-path", a.dataset_path, "ShareGPT JSON file (for sharegpt)");
   app.add_option("--num-prompts", s.num_prompts, "Requests to send (multi-turn: turns in all)")

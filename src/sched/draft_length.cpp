@@ -101,7 +101,9 @@ int32_t choose_draft_lengths(const StepCostTable& cost, int32_t n0,
       best_m = static_cast<int32_t>(m);
     }
   }
-  for (int32_t m = 0; m < best_m; ++m) ++k[static_cast<size_t>(gains[static_cast<size_t>(m)].second)];
+  for (int32_t m = 0; m < best_m; ++m) {
+    ++k[static_cast<size_t>(gains[static_cast<size_t>(m)].second)];
+  }
   return best_m;
 }
 

@@ -207,9 +207,11 @@ TEST(EngineSpec, GreedyOutputIsTheSameWhateverDraftLengthIsChosen) {
     tally::SpecMode mode;
     tally::DraftLengthRule rule;
   };
-  for (const Run& run : {Run{1, false, tally::SpecMode::kNgram, tally::DraftLengthRule::kRandomForTest},
-                         Run{8, true, tally::SpecMode::kNgram, tally::DraftLengthRule::kRandomForTest},
-                         Run{8, false, tally::SpecMode::kAuto, tally::DraftLengthRule::kAdaptive}}) {
+  using tally::DraftLengthRule;
+  using tally::SpecMode;
+  for (const Run& run : {Run{1, false, SpecMode::kNgram, DraftLengthRule::kRandomForTest},
+                         Run{8, true, SpecMode::kNgram, DraftLengthRule::kRandomForTest},
+                         Run{8, false, SpecMode::kAuto, DraftLengthRule::kAdaptive}}) {
     SCOPED_TRACE(testing::Message() << "max_seqs " << run.max_seqs << " prefix " << run.prefix
                                     << " rule " << static_cast<int>(run.rule));
     auto engine = make_engine(config(run.max_seqs, run.prefix, run.mode, run.rule));
