@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "engine/engine_flags.h"
+#include "engine/replay_bench.h"
 #include "engine/throughput_bench.h"
 
 namespace tally::cli {
@@ -18,6 +19,7 @@ struct BenchArgs {
   std::string output_len = "16..128";
   ThroughputWorkload workload;
   bool compare = false;
+  double replay_acceptance = 0;  // > 0: the replay benchmark (engine/replay_bench.h)
 };
 
 // The engine's config from the flags; fills in the workload's length ranges.
@@ -35,6 +37,12 @@ Result<EngineConfig> resolve(BenchArgs& a) {
 int run_bench(BenchArgs args) {
   auto config = resolve(args);
   if (!config.ok()) return report_error(config.status());
+  if (args.replay_acceptance > 0) {
+    auto rep = run_replay_bench(*config, args.workload, args.replay_acceptance);
+    if (!rep.ok()) return report_error(rep.status());
+    fmt::print("{}", format_replay_report(*rep));
+    return kExitOk;
+  }
   if (!args.compare) {
     auto rep = run_throughput(*config, args.workload);
     if (!rep.ok()) return report_error(rep.status());
@@ -78,6 +86,11 @@ void add_throughput_flags(CLI::App& app, BenchArgs& a) {
                  "random tokens")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--replay-acceptance", a.replay_acceptance,
+                 "Speculation at a known acceptance A in (0, 1]: replay each request's recorded "
+                 "greedy output, a fraction 1 - A of it corrupted, as its draft; prints measured "
+                 "vs predicted speed-up (docs/speculative.md)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--compare", a.compare,
                "Run static then continuous on the same workload; print the speedup");
   engine_flags_add(app, a.engine);

@@ -143,9 +143,12 @@ Result<ServePlan> resolve(ServeBenchArgs& a) {
   if (a.endpoint.empty() || a.endpoint[0] != '/') a.endpoint = "/" + a.endpoint;
   const bool chat = a.endpoint.find("chat/completions") != std::string::npos;
   const std::string& d = a.dataset_name;
-  if (d != "random" && d != "shared-prefix" && d != "multi-turn" && d != "sharegpt") {
+  if (d != "random" && d != "shared-prefix" && d != "multi-turn" && d != "repeat" &&
+      d != "sharegpt") {
     return make_error(ErrorCode::kInvalidArgument,
-                      "--dataset-name '{}': use random, shared-prefix, multi-turn or sharegpt", d);
+                      "--dataset-name '{}': use random, shared-prefix, multi-turn, repeat or "
+                      "sharegpt",
+                      d);
   }
   if (d == "sharegpt" && a.dataset_path.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "--dataset-name sharegpt needs --dataset-path");
@@ -323,7 +326,8 @@ void add_target_flags(CLI::App& app, ServeBenchArgs& a) {
 
 void add_workload_flags(CLI::App& app, ServeBenchArgs& a) {
   SyntheticConfig& s = a.synthetic;
-  app.add_option("--dataset-name", a.dataset_name, "random, shared-prefix, multi-turn or sharegpt")
+  app.add_option("--dataset-name", a.dataset_name,
+                 "random, shared-prefix, multi-turn, repeat (copy-heavy) or sharegpt")
       ->capture_default_str();
   app.add_option("--dataset-path", a.dataset_path, "ShareGPT JSON file (for sharegpt)");
   app.add_option("--num-prompts", s.num_prompts, "Requests to send (multi-turn: turns in all)")

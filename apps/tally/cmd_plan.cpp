@@ -72,6 +72,8 @@ Runner add_plan_command(CLI::App& app) {
   app.add_option("--tp", o.tp, "Tensor-parallel ranks (figures are per rank)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--block-size", o.block_size, "Tokens per KV block")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-batched-tokens", o.batch_tokens, "Most tokens in one forward step (activations)")->capture_default_str()->check(CLI::PositiveNumber);
+  // serve's default --speculative auto verifies up to this many: the plan counts its rows.
+  o.draft_tokens = SpecConfig{}.num_speculative_tokens;
   app.add_option("--num-speculative-tokens", o.draft_tokens,
                  "Draft tokens per sequence and step that serve's --speculative ngram|auto will "
                  "verify (its extra logits rows); 0 = speculation off")

@@ -164,6 +164,7 @@ void EngineCore::add_request(RequestId id, EngineRequest request, uint64_t seed,
   spec.n = request.n;
   spec.priority = request.priority;
   spec.cache_salt = std::move(request.cache_salt);
+  spec.replay_draft = std::move(request.replay_draft);
   if (Status st = sched_.add_request(std::move(spec)); !st.ok()) {
     fail_request(r, st);  // check_request() passed: only a full queue gets here
   }

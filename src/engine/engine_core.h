@@ -73,6 +73,8 @@ class EngineCore {
   int32_t max_model_len() const { return sched_config_.max_model_len; }
   const EngineConfig& config() const { return config_; }
   int n_threads() const { return pool_.n_threads(); }
+  // The step-cost curve T(n) measured so far (speculation's adaptive rule reads it).
+  const StepCostTable& step_cost() const { return sched_.step_cost(); }
 
   EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
              std::unique_ptr<Tokenizer> tokenizer, const EngineSizing& sizing,

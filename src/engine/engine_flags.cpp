@@ -46,6 +46,10 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags) {
                  "Speculative decoding: off, ngram (prompt lookup) or auto (ngram where it "
                  "finds a match); output is unchanged (docs/speculative.md)")
       ->capture_default_str();
+  app.add_option("--draft-length", flags.draft_length,
+                 "Draft tokens per sequence and step: adaptive (where the measured step cost "
+                 "and the sequence's acceptance say they pay) or fixed (always the most)")
+      ->capture_default_str();
   app.add_option("--ngram-min", c.ngram_min, "Shortest suffix the n-gram drafter matches")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -61,6 +65,7 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags) {
 Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags) {
   SpecConfig c = flags.config;
   TALLY_ASSIGN_OR_RETURN(c.mode, spec_mode_from_name(flags.mode));
+  TALLY_ASSIGN_OR_RETURN(c.draft_length, draft_length_rule_from_name(flags.draft_length));
   TALLY_RETURN_IF_ERROR(c.validate());
   return c;
 }

@@ -22,7 +22,8 @@ namespace tally {
 // The speculative-decoding flags as typed: `tally generate` adds them alone, the engine
 // flags include them.
 struct SpecFlags {
-  std::string mode = "off";
+  std::string mode = "auto";
+  std::string draft_length = "adaptive";
   SpecConfig config;
 };
 

@@ -3,6 +3,7 @@
 // (engine_update.cpp) -> metrics -> callbacks. A failure is confined to the requests it
 // touches: they end with kError and the next step goes on.
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "base/log.h"
@@ -11,6 +12,7 @@
 namespace tally {
 
 void EngineCore::step() {
+  const auto started = std::chrono::steady_clock::now();
   sched_.schedule(out_);
   note_scheduled(EngineClock::now());
   Status st = runner_->prepare(out_);
@@ -26,6 +28,16 @@ void EngineCore::step() {
     fail_scheduled(st);
   }
   update();
+  // Speculation's step-cost curve T(n): the whole step, callbacks excluded, of steps whose
+  // every position is a decode or a draft (one logits row and one sampling each). A prefill
+  // position costs less (no logits row): its steps would make drafts look cheap.
+  const bool decode_only =
+      std::all_of(out_.scheduled.begin(), out_.scheduled.end(),
+                  [](const ScheduledSeq& row) { return row.n_tokens == row.n_draft + 1; });
+  if (st.ok() && decode_only) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    sched_.record_step_time(out_.n_tokens, took.count());
+  }
   publish_metrics();  // before the callbacks: a caller that sees its end sees its blocks freed
   deliver();
   forget_done();

@@ -33,6 +33,9 @@ struct EngineRequest {
   bool ignore_eos = false;
   std::vector<std::string> stop;  // stop strings (OpenAI semantics: not included in text)
   bool detokenize = true;         // produce text deltas (UTF-8 safe)
+  // Benchmarks only (`bench throughput --replay-acceptance`): when speculation is on, sample
+  // 0's drafts are taken from this recorded continuation instead of the n-gram source.
+  std::vector<int32_t> replay_draft;
 };
 
 enum class EngineEventKind : uint8_t {

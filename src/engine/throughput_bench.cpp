@@ -32,9 +32,13 @@ struct BenchCollector {
   double tpot_sum = 0;
   int32_t n_tpot = 0;
   Status error;
+  std::vector<std::vector<int32_t>>* outputs = nullptr;  // [request id - 1], when recorded
 
   void on_event(const EngineEvent& e) {
-    if (e.kind == EngineEventKind::kToken) return;
+    if (e.kind == EngineEventKind::kToken) {
+      if (outputs != nullptr) (*outputs)[static_cast<size_t>(e.request_id - 1)].push_back(e.token);
+      return;
+    }
     if (e.kind == EngineEventKind::kError) {
       if (error.ok()) error = e.status;
     } else {
@@ -91,7 +95,8 @@ std::vector<BenchRequest> make_bench_requests(const ThroughputWorkload& w, const
   return out;
 }
 
-Result<ThroughputReport> run_throughput(const EngineConfig& config, const ThroughputWorkload& w) {
+Result<ThroughputReport> run_throughput(const EngineConfig& config, const ThroughputWorkload& w,
+                                        const ThroughputHooks& hooks) {
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core, EngineCore::create(config));
   const std::vector<BenchRequest> reqs = make_bench_requests(w, core->tokenizer());
   ThroughputReport rep;
@@ -99,6 +104,8 @@ Result<ThroughputReport> run_throughput(const EngineConfig& config, const Throug
   rep.n_requests = w.n_requests;
   rep.ledger = core->ledger();
   BenchCollector c;
+  c.outputs = hooks.outputs;
+  if (c.outputs != nullptr) c.outputs->assign(reqs.size(), {});
   const auto t0 = EngineClock::now();
   RequestId next_id = 1;
   for (const BenchRequest& b : reqs) {
@@ -108,6 +115,9 @@ Result<ThroughputReport> run_throughput(const EngineConfig& config, const Throug
     r.sampling.temperature = 0.0f;
     r.ignore_eos = true;
     r.detokenize = false;
+    if (hooks.replay_drafts != nullptr) {
+      r.replay_draft = (*hooks.replay_drafts)[static_cast<size_t>(next_id - 1)];
+    }
     rep.input_tokens += static_cast<int64_t>(b.prompt.size());
     TALLY_RETURN_IF_ERROR(core->check_request(r));
     core->add_request(next_id++, std::move(r), /*seed=*/0,
@@ -133,6 +143,7 @@ Result<ThroughputReport> run_throughput(const EngineConfig& config, const Throug
   rep.steps = m.steps_total;
   rep.speculative = m.spec_positions > 0;
   rep.spec = m.spec_decode;
+  if (hooks.step_cost != nullptr) *hooks.step_cost = core->step_cost();
   return rep;
 }
 

@@ -58,9 +58,18 @@ struct BenchRequest {
 };
 std::vector<BenchRequest> make_bench_requests(const ThroughputWorkload& w, const Tokenizer& tok);
 
+// What a run may take in or give back beyond its report (the replay benchmark's use).
+struct ThroughputHooks {
+  // [request] recorded continuations: each request's drafts (EngineRequest::replay_draft).
+  const std::vector<std::vector<int32_t>>* replay_drafts = nullptr;
+  std::vector<std::vector<int32_t>>* outputs = nullptr;  // [request] its output tokens
+  StepCostTable* step_cost = nullptr;                     // the engine's T(n) at the end
+};
+
 // Creates an engine core from `config` and runs the workload on it. An error from any request
 // fails the run.
-Result<ThroughputReport> run_throughput(const EngineConfig& config, const ThroughputWorkload& w);
+Result<ThroughputReport> run_throughput(const EngineConfig& config, const ThroughputWorkload& w,
+                                        const ThroughputHooks& hooks = {});
 
 // The report as the lines `tally bench throughput` prints.
 std::string format_throughput_report(const ThroughputReport& r);

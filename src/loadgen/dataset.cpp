@@ -68,8 +68,26 @@ Result<std::string> text_of_length(PromptTokenizer& tok, uint64_t seed, int n_to
   return best;
 }
 
+namespace {
+
+// repeat: one passage of about a third of the length, said three times (a copy-heavy prompt:
+// n-gram speculation finds its drafts in it). `measured` gets the whole text's tokens.
+Result<std::string> repeated_text(PromptTokenizer& tok, uint64_t seed, int n_tokens,
+                                  int& measured) {
+  int got = 0;
+  TALLY_ASSIGN_OR_RETURN(std::string passage,
+                         text_of_length(tok, seed, std::max(1, n_tokens / 3), "", got));
+  std::string text = passage + ' ' + passage + ' ' + passage;
+  TALLY_ASSIGN_OR_RETURN(auto ids, tok.encode(text));
+  measured = static_cast<int>(ids.size());
+  return text;
+}
+
+}  // namespace
+
 Result<Dataset> make_synthetic_dataset(const SyntheticConfig& c, PromptTokenizer& tok) {
-  if (c.name != "random" && c.name != "shared-prefix" && c.name != "multi-turn") {
+  if (c.name != "random" && c.name != "shared-prefix" && c.name != "multi-turn" &&
+      c.name != "repeat") {
     return make_error(ErrorCode::kInvalidArgument, "unknown synthetic dataset '{}'", c.name);
   }
   Dataset d;
@@ -100,8 +118,12 @@ Result<Dataset> make_synthetic_dataset(const SyntheticConfig& c, PromptTokenizer
       const int in_len = draw_length(rng, c.input_len, c.range_ratio);
       turn.output_len = draw_length(rng, c.output_len, c.range_ratio);
       const int total = in_len + (random_prefix.empty() ? 0 : c.prefix_len);
-      TALLY_ASSIGN_OR_RETURN(turn.text,
-                             text_of_length(tok, next_seed(), total, random_prefix, turn.text_len));
+      if (c.name == "repeat") {
+        TALLY_ASSIGN_OR_RETURN(turn.text, repeated_text(tok, next_seed(), total, turn.text_len));
+      } else {
+        TALLY_ASSIGN_OR_RETURN(turn.text, text_of_length(tok, next_seed(), total, random_prefix,
+                                                         turn.text_len));
+      }
       if (turn.text_len != total) d.exact_lengths = false;
       if (!conv.system.empty()) turn.text_len += c.prefix_len;
       conv.turns.push_back(std::move(turn));

@@ -1,7 +1,8 @@
 // The workloads of tally bench serve, all seeded (the same seed and server tokenizer give the
 // same prompts): `random` (uniform input/output lengths around the asked ones, an optional
 // shared prefix), `shared-prefix` (a long common system prompt per group + varied questions:
-// for prefix caching), `multi-turn` (conversations whose every turn resends the history), and
+// for prefix caching), `multi-turn` (conversations whose every turn resends the history),
+// `repeat` (a random passage said three times: copy-heavy, for speculation), and
 // ShareGPT files (sharegpt_dataset.h). Prompt lengths are made exact with the server's
 // tokenizer when it has one (prompt_tokenizer.h).
 #pragma once
@@ -36,7 +37,7 @@ struct Dataset {
 };
 
 struct SyntheticConfig {
-  std::string name = "random";  // random | shared-prefix | multi-turn
+  std::string name = "random";  // random | shared-prefix | multi-turn | repeat
   int num_prompts = 1000;       // requests (multi-turn: turns in all)
   int input_len = 1024;
   int output_len = 128;

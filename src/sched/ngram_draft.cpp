@@ -23,6 +23,13 @@ std::string_view spec_mode_name(SpecMode mode) {
   return "?";
 }
 
+Result<DraftLengthRule> draft_length_rule_from_name(std::string_view name) {
+  if (name == "adaptive") return DraftLengthRule::kAdaptive;
+  if (name == "fixed") return DraftLengthRule::kFixed;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "--draft-length must be adaptive or fixed, got '{}'", name);
+}
+
 Status SpecConfig::validate() const {
   if (ngram_min < 1 || ngram_max < ngram_min) {
     return make_error(ErrorCode::kInvalidArgument,

@@ -12,15 +12,19 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "sched/draft_length.h"
 
 namespace tally {
 
-// Which draft source a sequence uses. kAuto: n-gram when it has a match, else none (the draft
-// model source does not exist yet).
+// Which draft source a sequence uses. kAuto: n-gram when it has a match, else none; the draft
+// length rule then drafts only where it pays. (The draft-model source's hook:
+// Scheduler::guess_draft() in scheduler_step.cpp is where auto picks a sequence's source.)
 enum class SpecMode : uint8_t { kOff, kNgram, kAuto };
 
 Result<SpecMode> spec_mode_from_name(std::string_view name);
 std::string_view spec_mode_name(SpecMode mode);
+// "adaptive" or "fixed" (kRandomForTest has no name: tests set it directly).
+Result<DraftLengthRule> draft_length_rule_from_name(std::string_view name);
 
 // Most draft tokens per sequence and step (num_speculative_tokens): fixed-size per-position
 // counters, and beyond it acceptance is rare.
@@ -31,6 +35,8 @@ struct SpecConfig {
   int32_t ngram_min = 1;               // shortest suffix matched
   int32_t ngram_max = 4;               // longest suffix matched (tried first)
   int32_t num_speculative_tokens = 4;  // most draft tokens per sequence and step
+  DraftLengthRule draft_length = DraftLengthRule::kAdaptive;  // draft_length.h
+  uint64_t random_length_seed = 1;     // kRandomForTest's generator
   bool enabled() const { return mode != SpecMode::kOff && num_speculative_tokens > 0; }
   // Draft positions a sequence's step may verify beyond its own token: the extra logits rows
   // the runner allocates and the plan counts.

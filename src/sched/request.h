@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kv/kv_cache_manager.h"
+#include "sched/draft_length.h"
 
 namespace tally {
 
@@ -45,6 +46,7 @@ struct RequestSpec {
   int32_t n = 1;                        // parallel samples of this prompt
   int32_t priority = 0;                 // lower runs first
   std::string cache_salt;               // prefix cache: only requests with the same salt share
+  std::vector<TokenId> replay_draft;    // benchmarks: sample 0's guessed output (EngineRequest)
 };
 
 struct Sequence {
@@ -52,6 +54,11 @@ struct Sequence {
   int32_t index = 0;                  // which sample (0..n-1); -1 for a carrier
   std::vector<TokenId> output;        // sampled so far (a carrier has none)
   std::vector<TokenId> draft;         // speculation: this step's draft (empty between steps)
+  // Speculation: the source's full guess for this step (draft is its first k tokens), compared
+  // with the tokens the step emits to update `acceptance` even where nothing was drafted.
+  std::vector<TokenId> draft_guess;
+  int32_t draft_len = 0;              // k the draft length rule gave it this step
+  AcceptanceEstimate acceptance;
   int32_t num_computed = 0;           // prompt + output tokens whose KV is stored
   FinishReason finish = FinishReason::kNone;
   // What the runner knows: whether it has this sequence's state (sent in full), and how many

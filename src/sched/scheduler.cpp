@@ -51,7 +51,10 @@ KvCacheConfig scheduler_kv_config(const SchedulerConfig& config) {
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerConfig& config)
-    : config_(config), kv_(scheduler_kv_config(config)) {
+    : config_(config),
+      kv_(scheduler_kv_config(config)),
+      step_cost_(config.max_batched_tokens),
+      draft_rng_(config.spec.random_length_seed) {
   config_.kv = scheduler_kv_config(config);
 }
 

@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -162,6 +163,12 @@ class Scheduler {
     kv_.force_prefix_key_for_test(key);
   }
   const SchedulerConfig& config() const { return config_; }
+  // Speculation's step-cost curve: the engine reports each step's positions and wall time
+  // (draft_length.h); the adaptive draft length reads it.
+  void record_step_time(int32_t positions, double seconds) {
+    step_cost_.record(positions, seconds);
+  }
+  const StepCostTable& step_cost() const { return step_cost_; }
 
  private:
   explicit Scheduler(const SchedulerConfig& config);
@@ -192,6 +199,9 @@ class Scheduler {
   int32_t count_decodes(Request& r);
   void plan_request(Request& r, int32_t budget, int32_t reserved_after);
   int32_t plan_draft(Request& r, Sequence& s, int32_t room);
+  void guess_draft(Request& r, Sequence& s);
+  void choose_draft_lengths_for_step();
+  void observe_draft_guess(Sequence& s, std::span<const TokenId> got);
   int32_t plan_blocks_needed() const;
   void drop_planned_drafts();
   bool schedule_running(SchedulerOutput& out, int32_t& budget);
@@ -234,6 +244,12 @@ class Scheduler {
   std::vector<int32_t> row_emitted_;    // [rows] scratch of update(): tokens each row's slot got
   std::vector<int32_t> ones_;           // scratch of the one-token-per-slot update()
   PrefixMatch match_;                    // scratch of admit_waiting()
+  StepCostTable step_cost_;              // speculation: T(n), fed by record_step_time()
+  std::mt19937_64 draft_rng_;            // DraftLengthRule::kRandomForTest
+  std::vector<Sequence*> draft_seqs_;    // scratch of choose_draft_lengths_for_step()
+  std::vector<DraftCandidate> draft_candidates_;
+  std::vector<int32_t> draft_lens_;
+  DraftChoiceScratch draft_choice_;
   std::vector<PrefixKey> in_flight_;     // first uncached blocks admitted this step
   bool awaiting_update_ = false;
   int64_t step_ = 0;

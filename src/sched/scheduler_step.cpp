@@ -59,19 +59,70 @@ int32_t Scheduler::plan_draft(Request& r, Sequence& s, int32_t room) {
       &s == &r.carrier) {
     return 0;
   }
+  const int32_t k = std::min(s.draft_len, room);
+  if (k <= 0) return 0;
+  s.draft.assign(s.draft_guess.begin(), s.draft_guess.begin() + k);
+  return k;
+}
+
+void Scheduler::guess_draft(Request& r, Sequence& s) {
   // Every draft token may be accepted and then one more token follows: the sample must still
   // be allowed all of them (max_tokens, the context).
   const int32_t known = r.known_tokens(s);
   const int32_t out_room = r.spec.max_tokens - static_cast<int32_t>(s.output.size()) - 1;
   const int32_t ctx_room = config_.max_model_len - known - 1;
-  const int32_t k =
-      std::min({config_.spec.num_speculative_tokens, room, out_room, ctx_room});
-  if (k <= 0) return 0;
-  s.draft.resize(static_cast<size_t>(k));
+  const int32_t k = std::min({config_.spec.num_speculative_tokens, out_room, ctx_room});
+  s.draft_guess.clear();
+  if (k <= 0) return;
+  if (!r.spec.replay_draft.empty() && s.index == 0) {  // a benchmark's recorded continuation
+    const auto from = std::min(s.output.size(), r.spec.replay_draft.size());
+    const auto to = std::min(from + static_cast<size_t>(k), r.spec.replay_draft.size());
+    s.draft_guess.assign(r.spec.replay_draft.begin() + static_cast<std::ptrdiff_t>(from),
+                         r.spec.replay_draft.begin() + static_cast<std::ptrdiff_t>(to));
+    return;
+  }
+  // The only source so far, for ngram and auto alike; auto would take the draft model's guess
+  // for a sequence the n-gram source has none for.
+  s.draft_guess.resize(static_cast<size_t>(k));
   const int32_t got = ngram_draft(seq_tokens(r, s, known), config_.spec.ngram_min,
-                                  config_.spec.ngram_max, s.draft);
-  s.draft.resize(static_cast<size_t>(got));
-  return got;
+                                  config_.spec.ngram_max, s.draft_guess);
+  s.draft_guess.resize(static_cast<size_t>(got));
+}
+
+void Scheduler::choose_draft_lengths_for_step() {
+  // Every decode of the running requests guesses; the rule then sets each one's draft_len for
+  // the step's n0 = one position per decode (prefill chunks are not counted: the estimate errs
+  // towards a smaller step, where drafts look dearer).
+  draft_seqs_.clear();
+  draft_candidates_.clear();
+  for (Request* r : running_) {
+    if (r->in_carrier_stage()) continue;
+    for_each_schedulable(*r, [&](Sequence& s) {
+      s.draft_len = 0;
+      s.draft_guess.clear();
+      if (remaining(*r, s) != 1) return;
+      guess_draft(*r, s);
+      draft_seqs_.push_back(&s);
+      draft_candidates_.push_back({s.acceptance.alpha, static_cast<int32_t>(s.draft_guess.size())});
+    });
+  }
+  draft_lens_.assign(draft_seqs_.size(), 0);
+  switch (config_.spec.draft_length) {
+    case DraftLengthRule::kAdaptive:
+      choose_draft_lengths(step_cost_, static_cast<int32_t>(draft_seqs_.size()),
+                           draft_candidates_, draft_lens_, draft_choice_);
+      break;
+    case DraftLengthRule::kFixed:
+      for (size_t i = 0; i < draft_lens_.size(); ++i) draft_lens_[i] = draft_candidates_[i].max_k;
+      break;
+    case DraftLengthRule::kRandomForTest:
+      for (size_t i = 0; i < draft_lens_.size(); ++i) {
+        std::uniform_int_distribution<int32_t> pick(0, draft_candidates_[i].max_k);
+        draft_lens_[i] = pick(draft_rng_);
+      }
+      break;
+  }
+  for (size_t i = 0; i < draft_seqs_.size(); ++i) draft_seqs_[i]->draft_len = draft_lens_[i];
 }
 
 int32_t Scheduler::plan_blocks_needed() const {
@@ -90,6 +141,9 @@ void Scheduler::drop_planned_drafts() {
 }
 
 bool Scheduler::schedule_running(SchedulerOutput& out, int32_t& budget) {
+  if (config_.spec.enabled() && config_.policy == SchedulePolicy::kContinuous) {
+    choose_draft_lengths_for_step();
+  }
   int32_t reserved = 0;  // decode tokens promised to requests not yet visited
   for (Request* r : running_) reserved += count_decodes(*r);
   bool preempted = false;

@@ -47,6 +47,17 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> samp
   update(out, sampled, ones_, finishes, events);
 }
 
+void Scheduler::observe_draft_guess(Sequence& s, std::span<const TokenId> got) {
+  // Each guessed position up to the first miss is one trial, drafted or not: a sequence that
+  // does not draft still learns whether drafting would have paid.
+  const size_t n = std::min(got.size(), s.draft_guess.size());
+  for (size_t j = 0; j < n; ++j) {
+    const bool hit = got[j] == s.draft_guess[j];
+    s.acceptance.observe(hit);
+    if (!hit) break;
+  }
+}
+
 void Scheduler::advance_rows(const SchedulerOutput& out) {
   for (size_t i = 0; i < rows_.size(); ++i) {
     Request& r = *rows_[i].request;
@@ -70,6 +81,8 @@ void Scheduler::advance_rows(const SchedulerOutput& out) {
       }
     }
     s.draft.clear();
+    s.draft_guess.clear();
+    s.draft_len = 0;
     s.num_computed += computed;
     cache_computed_blocks(r, s, row.start, computed);
   }
@@ -110,6 +123,7 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> toke
                 "sample slot {} got {} tokens", k, n);
     s.output.insert(s.output.end(), got.begin(), got.end());
     row_emitted_[slot.row] = static_cast<int32_t>(n);
+    observe_draft_guess(s, got);
   }
   advance_rows(out);
   at = 0;

@@ -67,7 +67,7 @@ TEST(CliPlan, DescribesTheEngineBuiltFromTheSameFlags) {
 // Speculation verifies each sequence's draft positions: its extra logits rows are in both the
 // plan (told the draft length) and the engine's ledger.
 TEST(CliPlan, CountsSpeculationsLogitsRowsAsTheEngineDoes) {
-  auto plain = run_command(tally("plan --memory 300MiB --json"));
+  auto plain = run_command(tally("plan --memory 300MiB --json --num-speculative-tokens 0"));
   auto plan = run_command(tally("plan --memory 300MiB --json --num-speculative-tokens 5"));
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   ASSERT_EQ(plain.exit_code, 0) << plain.err;

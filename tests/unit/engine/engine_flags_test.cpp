@@ -101,16 +101,19 @@ TEST(EngineFlags, BadValuesNameTheFlag) {
 }
 
 TEST(EngineFlags, SpeculativeFlagsLandInTheConfig) {
-  auto off = config_of({});
-  ASSERT_TRUE(off.ok());
-  EXPECT_EQ(off->spec.mode, tally::SpecMode::kOff);
+  auto plain = config_of({});  // the default: auto, adaptive draft lengths
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->spec.mode, tally::SpecMode::kAuto);
+  EXPECT_EQ(plain->spec.draft_length, tally::DraftLengthRule::kAdaptive);
   auto config = config_of({"--speculative", "ngram", "--ngram-min", "2", "--ngram-max", "5",
-                           "--num-speculative-tokens", "7"});
+                           "--num-speculative-tokens", "7", "--draft-length", "fixed"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   EXPECT_EQ(config->spec.mode, tally::SpecMode::kNgram);
   EXPECT_EQ(config->spec.ngram_min, 2);
   EXPECT_EQ(config->spec.ngram_max, 5);
   EXPECT_EQ(config->spec.num_speculative_tokens, 7);
+  EXPECT_EQ(config->spec.draft_length, tally::DraftLengthRule::kFixed);
+  expect_refused({"--draft-length", "random"}, "--draft-length must be adaptive or fixed");
   expect_refused({"--speculative", "draft"}, "--speculative must be off, ngram or auto");
   expect_refused({"--ngram-min", "3", "--ngram-max", "2"}, "ngram_min <= ngram_max");
   expect_refused({"--num-speculative-tokens", "33"}, "--num-speculative-tokens");

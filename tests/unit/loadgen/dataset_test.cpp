@@ -90,6 +90,24 @@ TEST(Dataset, RandomPrefixIsSharedAndCounted) {
   }
 }
 
+TEST(Dataset, RepeatSaysOnePassageThreeTimes) {
+  CharTokenizer tok;
+  SyntheticConfig c;
+  c.name = "repeat";
+  c.num_prompts = 3;
+  c.input_len = 60;
+  auto d = make_synthetic_dataset(c, tok);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  ASSERT_EQ(d->n_requests(), 3);
+  for (const auto& conv : d->conversations) {
+    const std::string& text = conv.turns[0].text;
+    const size_t third = (text.size() - 2) / 3;
+    const std::string passage = text.substr(0, third);
+    EXPECT_EQ(text, passage + ' ' + passage + ' ' + passage);
+    EXPECT_EQ(conv.turns[0].text_len, count_tokens(tok, text));
+  }
+}
+
 TEST(Dataset, SharedPrefixCyclesItsGroupsSystemPrompts) {
   CharTokenizer tok;
   SyntheticConfig c;

@@ -20,11 +20,12 @@ SchedulerConfig spec_sched_config() {
   c.spec.ngram_min = 1;
   c.spec.ngram_max = 3;
   c.spec.num_speculative_tokens = 3;
+  c.spec.draft_length = DraftLengthRule::kFixed;  // these tests check the machinery
   return c;
 }
 
-Scheduler make_spec_scheduler() {
-  auto s = Scheduler::create(spec_sched_config());
+Scheduler make_spec_scheduler(const SchedulerConfig& c = spec_sched_config()) {
+  auto s = Scheduler::create(c);
   EXPECT_TRUE(s.ok()) << s.status().to_string();
   return std::move(s).value();
 }
@@ -149,6 +150,36 @@ TEST(SpecSchedule, OffMeansNoDrafts) {
   out = s.schedule();
   EXPECT_EQ(out.scheduled[0].n_draft, 0);
   EXPECT_TRUE(out.draft_tokens.empty());
+}
+
+// The adaptive rule in the scheduler: with positions that cost in proportion nothing is
+// drafted, yet the sequence's acceptance still learns from its guesses; once the engine reports
+// that extra positions are nearly free, the same sequence drafts.
+TEST(SpecSchedule, AdaptiveDraftsOnlyWhereTheStepCostSaysItPaysAndLearnsWithoutDrafting) {
+  SchedulerConfig c = spec_sched_config();
+  c.spec.draft_length = DraftLengthRule::kAdaptive;
+  Scheduler s = make_spec_scheduler(c);
+  for (int32_t n = 1; n <= c.max_batched_tokens; ++n) s.record_step_time(n, 1e-3 * n);
+  RequestSpec r = spec_request(1, {4, 4, 4, 4});
+  r.max_tokens = 20;
+  ASSERT_TRUE(s.add_request(r).ok());
+  SchedulerOutput out = s.schedule();
+  spec_update(s, out, {4});
+  for (int i = 0; i < 6; ++i) {
+    out = s.schedule();
+    ASSERT_EQ(out.scheduled.size(), 1u);
+    EXPECT_EQ(out.scheduled[0].n_draft, 0) << "step " << i;
+    spec_update(s, out, {4});  // the guess "4" was right
+  }
+  const float alpha = s.find_request(1)->samples[0].acceptance.alpha;
+  EXPECT_GT(alpha, AcceptanceEstimate::kPrior + 0.3f);
+  for (int32_t n = 1; n <= c.max_batched_tokens; ++n) {
+    for (int rep = 0; rep < 20; ++rep) s.record_step_time(n, 1e-3);
+  }
+  out = s.schedule();
+  EXPECT_EQ(out.scheduled[0].n_draft, 3);
+  spec_update(s, out, {4, 5});  // one accepted, then a miss
+  EXPECT_LT(s.find_request(1)->samples[0].acceptance.alpha, alpha);
 }
 
 }  // namespace

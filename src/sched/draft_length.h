@@ -1,0 +1,80 @@
+// How many draft tokens each sequence verifies this step (docs/speculative.md, "The adaptive
+// rule"). A draft position costs step time whether or not it is accepted; an accepted one is
+// a token the sequence did not have to wait a step for. The rule weighs the two with:
+//   - AcceptanceEstimate: per sequence, an EWMA of the chance that the next draft token equals
+//     the target's (one trial per compared position, drafted or only guessed),
+//   - StepCostTable: the measured step time T(n) of a step computing n positions, kept online
+//     by the engine from its own steps (no probe: an unmeasured n is estimated from the nearest
+//     measured ones, and beyond the largest measured n it is taken as free, so the first step
+//     that drafts there measures it),
+// and chooses, over the whole step, the draft positions that maximise useful positions per
+// second: (n0 + expected accepted tokens) / T(n0 + drafted).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace tally {
+
+// Which rule sets a sequence's draft length: kAdaptive (above), kFixed (always the most
+// allowed: the benchmark of the machinery), kRandomForTest (uniform in [0, most], seeded: the
+// output must not depend on it).
+enum class DraftLengthRule : uint8_t { kAdaptive, kFixed, kRandomForTest };
+
+// An EWMA of one sequence's per-position acceptance. It starts at an even guess and follows
+// the last ~1 / kWeight compared positions.
+struct AcceptanceEstimate {
+  static constexpr float kPrior = 0.5f;
+  static constexpr float kWeight = 0.15f;
+  float alpha = kPrior;
+  void observe(bool accepted) { alpha += kWeight * ((accepted ? 1.0f : 0.0f) - alpha); }
+};
+
+// Step time by position count, 1..max_positions, each an EWMA of the steps of that size that
+// follows a faster step more readily than a slower one: on a shared machine the noise is
+// mostly other work stretching a step, so the floor is the step's own cost.
+class StepCostTable {
+ public:
+  explicit StepCostTable(int32_t max_positions);
+  // A step of `positions` positions took `seconds` (ignored outside 1..max_positions).
+  void record(int32_t positions, double seconds);
+  bool measured(int32_t positions) const;
+  // out[i] = estimated T(n0 + i): the EWMA where measured, else the straight line between
+  // the nearest measured sizes around it, else (past the largest or below the smallest
+  // measured) the nearest measured value. All 0 while nothing is measured.
+  void estimate(int32_t n0, std::span<double> out) const;
+  int32_t max_positions() const { return static_cast<int32_t>(seconds_.size()) - 1; }
+
+ private:
+  static constexpr double kWeightDown = 0.5;  // a step faster than the estimate
+  static constexpr double kWeightUp = 0.1;    // a slower one
+  std::vector<double> seconds_;  // [n]; 0 = never measured
+};
+
+// One sequence that could draft: its acceptance estimate and the most tokens it may draft
+// (the guess it has, bounded by max_tokens, the context and num_speculative_tokens).
+struct DraftCandidate {
+  float alpha = 0.0f;
+  int32_t max_k = 0;
+};
+
+// A drafted step must beat the undrafted one by this fraction of its rate: a margin against
+// timing noise, so drafting is never chosen for a gain the measurements cannot show.
+inline constexpr double kDraftMinGain = 0.1;
+
+// The adaptive rule. Draft token j (1-based) of a sequence with acceptance a is used with
+// probability a^j (its predecessors were accepted); taking the best m of all candidates'
+// positions by that gain, the rule picks the m maximising (n0 + gain sum) / T(n0 + m), where
+// n0 is the step's positions without drafts, and gives each candidate its share of those m.
+// k[i] = 0 for every candidate while the table has no measurement. Returns the m chosen.
+struct DraftChoiceScratch {
+  std::vector<std::pair<double, int32_t>> gains;  // (a^j, candidate)
+  std::vector<double> times;                       // T(n0 + m), m = 0..gains
+};
+int32_t choose_draft_lengths(const StepCostTable& cost, int32_t n0,
+                             std::span<const DraftCandidate> candidates, std::span<int32_t> k,
+                             DraftChoiceScratch& scratch);
+
+}  // namespace tally

@@ -1,0 +1,104 @@
+// The adaptive draft length (draft_length.h): the step-cost table's estimates and the rule's
+// choice under cost curves where drafting pays, never pays, and stops paying as the batch grows.
+#include "sched/draft_length.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace tally {
+namespace {
+
+// T(n) = fixed + per_position * n for every n in 1..max_n.
+StepCostTable linear_costs(int32_t max_n, double fixed, double per_position) {
+  StepCostTable t(max_n);
+  for (int32_t n = 1; n <= max_n; ++n) t.record(n, fixed + per_position * n);
+  return t;
+}
+
+std::vector<int32_t> choose(const StepCostTable& cost, int32_t n0,
+                            const std::vector<DraftCandidate>& c) {
+  std::vector<int32_t> k(c.size(), -1);
+  DraftChoiceScratch scratch;
+  choose_draft_lengths(cost, n0, c, k, scratch);
+  return k;
+}
+
+TEST(StepCostTable, InterpolatesBetweenMeasuredSizesAndHoldsPastThem) {
+  StepCostTable t(64);
+  t.record(2, 1.0);
+  t.record(6, 3.0);
+  t.record(0, 9.0);    // outside the table: ignored
+  t.record(65, 9.0);
+  t.record(4, -1.0);   // not a time: ignored
+  std::vector<double> est(8);
+  t.estimate(1, est);  // n = 1..8
+  EXPECT_DOUBLE_EQ(est[0], 1.0);  // below the smallest: the nearest
+  EXPECT_DOUBLE_EQ(est[1], 1.0);
+  EXPECT_DOUBLE_EQ(est[2], 1.5);
+  EXPECT_DOUBLE_EQ(est[3], 2.0);
+  EXPECT_DOUBLE_EQ(est[4], 2.5);
+  EXPECT_DOUBLE_EQ(est[5], 3.0);
+  EXPECT_DOUBLE_EQ(est[6], 3.0);  // past the largest: held (the next draft measures it)
+  EXPECT_DOUBLE_EQ(est[7], 3.0);
+  t.record(6, 7.0);  // an EWMA: a tenth of the way up to a slower time
+  t.estimate(6, std::span<double>(est).first(1));
+  EXPECT_DOUBLE_EQ(est[0], 3.4);
+  t.record(6, 1.4);  // half the way down to a faster one
+  t.estimate(6, std::span<double>(est).first(1));
+  EXPECT_DOUBLE_EQ(est[0], 2.4);
+}
+
+TEST(DraftLength, NothingMeasuredMeansNoDraft) {
+  StepCostTable empty(16);
+  EXPECT_EQ(choose(empty, 1, {{0.99f, 4}}), (std::vector<int32_t>{0}));
+}
+
+TEST(DraftLength, FreePositionsDraftAllGuessesThatCanBeAccepted) {
+  const StepCostTable flat = linear_costs(64, 1.0, 0.0);
+  EXPECT_EQ(choose(flat, 2, {{0.9f, 4}, {0.5f, 3}, {0.0f, 4}}),
+            (std::vector<int32_t>{4, 3, 0}));  // a sure miss is never worth a position
+}
+
+TEST(DraftLength, PositionsCostingInProportionNeverDraft) {
+  // stories260K-like: a position costs what a step costs, so a draft pays only if it is
+  // certain, and even then the margin against noise keeps it off.
+  const StepCostTable prop = linear_costs(64, 0.0, 1.0);
+  EXPECT_EQ(choose(prop, 1, {{0.95f, 5}}), (std::vector<int32_t>{0}));
+  EXPECT_EQ(choose(prop, 8, std::vector<DraftCandidate>(8, {0.9f, 5})),
+            std::vector<int32_t>(8, 0));
+}
+
+TEST(DraftLength, ExpectedTokensPerSecondSetsTheLength) {
+  // T(n) = 10 + n: at batch 1, draft j (gain a^j) is worth its position while
+  // (1 + sum of gains) / T(1 + m) grows: with a = 0.5 that is j = 1, 2 (1.75/13 > 1.875/14).
+  const StepCostTable cost = linear_costs(64, 10.0, 1.0);
+  EXPECT_EQ(choose(cost, 1, {{0.5f, 8}}), (std::vector<int32_t>{2}));
+  EXPECT_EQ(choose(cost, 1, {{0.9f, 8}}), (std::vector<int32_t>{8}));
+  // The better sequence gets positions first (its 4th draft, 0.8^4 = 0.41, before the other's
+  // first, 0.3).
+  EXPECT_EQ(choose(cost, 2, {{0.3f, 4}, {0.8f, 4}}), (std::vector<int32_t>{1, 4}));
+}
+
+TEST(DraftLength, StopsDraftingWhenTheBatchIsComputeBound) {
+  // Memory-bound up to 16 positions (flat), compute-bound past it (each position costs its
+  // share): a small batch drafts, a batch already past the knee does not.
+  StepCostTable cost(256);
+  for (int32_t n = 1; n <= 256; ++n) cost.record(n, n <= 16 ? 16.0 : static_cast<double>(n));
+  const std::vector<int32_t> small = choose(cost, 2, std::vector<DraftCandidate>(2, {0.7f, 5}));
+  EXPECT_GT(small[0] + small[1], 0);
+  EXPECT_EQ(choose(cost, 32, std::vector<DraftCandidate>(32, {0.7f, 5})),
+            std::vector<int32_t>(32, 0));
+}
+
+TEST(AcceptanceEstimate, FollowsTheRecentHitRate) {
+  AcceptanceEstimate a;
+  EXPECT_FLOAT_EQ(a.alpha, AcceptanceEstimate::kPrior);
+  for (int i = 0; i < 60; ++i) a.observe(true);
+  EXPECT_GT(a.alpha, 0.99f);
+  for (int i = 0; i < 60; ++i) a.observe(false);
+  EXPECT_LT(a.alpha, 0.01f);
+}
+
+}  // namespace
+}  // namespace tally
