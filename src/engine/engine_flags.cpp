@@ -43,9 +43,12 @@ void engine_flags_add(CLI::App& app, EngineFlags& flags) {
 void spec_flags_add(CLI::App& app, SpecFlags& flags) {
   SpecConfig& c = flags.config;
   app.add_option("--speculative", flags.mode,
-                 "Speculative decoding: off, ngram (prompt lookup) or auto (ngram where it "
+                 "Speculative decoding: off, ngram (prompt lookup), draft (a small model, "
+                 "--draft-model) or auto (the draft model when given, else ngram where it "
                  "finds a match); output is unchanged (docs/speculative.md)")
       ->capture_default_str();
+  app.add_option("--draft-model", c.draft_model_path,
+                 "GGUF of a small draft model with the target's vocabulary (--speculative draft)");
   app.add_option("--ngram-min", c.ngram_min, "Shortest suffix the n-gram drafter matches")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -61,6 +64,7 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags) {
 Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags) {
   SpecConfig c = flags.config;
   TALLY_ASSIGN_OR_RETURN(c.mode, spec_mode_from_name(flags.mode));
+  if (c.mode == SpecMode::kAuto && !c.draft_model_path.empty()) c.mode = SpecMode::kDraft;
   TALLY_RETURN_IF_ERROR(c.validate());
   return c;
 }

@@ -13,7 +13,7 @@ namespace tally {
 void EngineCore::step() {
   sched_.schedule(out_);
   note_scheduled(EngineClock::now());
-  Status st = runner_->prepare(out_);
+  Status st = prepare_batch();
   if (st.ok()) st = runner_->forward(pool_);
   if (st.ok()) {
     verify_slots();

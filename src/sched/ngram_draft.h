@@ -9,15 +9,17 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
 
 namespace tally {
 
-// Which draft source a sequence uses. kAuto: n-gram when it has a match, else none (the draft
-// model source does not exist yet).
-enum class SpecMode : uint8_t { kOff, kNgram, kAuto };
+// Which draft source a sequence uses. kAuto: n-gram when it has a match, else none. kDraft: a
+// small draft model (EngineConfig::draft_model_path) proposes every draft; the scheduler only
+// reserves the positions and the engine's DraftModelRunner fills them in.
+enum class SpecMode : uint8_t { kOff, kNgram, kAuto, kDraft };
 
 Result<SpecMode> spec_mode_from_name(std::string_view name);
 std::string_view spec_mode_name(SpecMode mode);
@@ -31,12 +33,13 @@ struct SpecConfig {
   int32_t ngram_min = 1;               // shortest suffix matched
   int32_t ngram_max = 4;               // longest suffix matched (tried first)
   int32_t num_speculative_tokens = 4;  // most draft tokens per sequence and step
+  std::string draft_model_path;        // kDraft: the draft model's GGUF (the engine loads it)
   bool enabled() const { return mode != SpecMode::kOff && num_speculative_tokens > 0; }
   // Draft positions a sequence's step may verify beyond its own token: the extra logits rows
   // the runner allocates and the plan counts.
   int32_t draft_positions() const { return enabled() ? num_speculative_tokens : 0; }
   // InvalidArgument naming the field: 1 <= ngram_min <= ngram_max, 0 <= num_speculative_tokens
-  // <= kMaxSpeculativeTokens.
+  // <= kMaxSpeculativeTokens, a draft model path exactly when the mode is kDraft.
   Status validate() const;
 };
 

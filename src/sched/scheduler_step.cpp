@@ -68,6 +68,8 @@ int32_t Scheduler::plan_draft(Request& r, Sequence& s, int32_t room) {
       std::min({config_.spec.num_speculative_tokens, room, out_room, ctx_room});
   if (k <= 0) return 0;
   s.draft.resize(static_cast<size_t>(k));
+  // A draft model proposes all k tokens after scheduling (placeholders until then).
+  if (config_.spec.mode == SpecMode::kDraft) return k;
   const int32_t got = ngram_draft(seq_tokens(r, s, known), config_.spec.ngram_min,
                                   config_.spec.ngram_max, s.draft);
   s.draft.resize(static_cast<size_t>(got));

@@ -111,7 +111,16 @@ TEST(EngineFlags, SpeculativeFlagsLandInTheConfig) {
   EXPECT_EQ(config->spec.ngram_min, 2);
   EXPECT_EQ(config->spec.ngram_max, 5);
   EXPECT_EQ(config->spec.num_speculative_tokens, 7);
-  expect_refused({"--speculative", "draft"}, "--speculative must be off, ngram or auto");
+  expect_refused({"--speculative", "eagle"}, "--speculative must be off, ngram, draft or auto");
+  expect_refused({"--speculative", "draft"}, "--speculative draft needs --draft-model");
+  expect_refused({"--draft-model", "small.gguf"}, "--draft-model needs --speculative draft");
+  auto draft = config_of({"--speculative", "draft", "--draft-model", "small.gguf"});
+  ASSERT_TRUE(draft.ok()) << draft.status().message();
+  EXPECT_EQ(draft->spec.mode, tally::SpecMode::kDraft);
+  EXPECT_EQ(draft->spec.draft_model_path, "small.gguf");
+  auto auto_draft = config_of({"--speculative", "auto", "--draft-model", "small.gguf"});
+  ASSERT_TRUE(auto_draft.ok()) << auto_draft.status().message();
+  EXPECT_EQ(auto_draft->spec.mode, tally::SpecMode::kDraft);
   expect_refused({"--ngram-min", "3", "--ngram-max", "2"}, "ngram_min <= ngram_max");
   expect_refused({"--num-speculative-tokens", "33"}, "--num-speculative-tokens");
 }
