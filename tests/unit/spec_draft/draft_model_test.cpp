@@ -6,7 +6,6 @@
 // the target's nor the draft's KV blocks leak under random cancellations and preemptions.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
 #include "../engine/engine_test_util.h"
@@ -118,19 +117,6 @@ std::vector<tally::EngineRequest> draft_workload(const tally::Tokenizer& tok, in
   return out;
 }
 
-std::vector<RequestLog> run_requests(tally::Engine& engine,
-                                     const std::vector<tally::EngineRequest>& reqs) {
-  Collector c;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    auto id = engine.submit(reqs[i], c.callback(static_cast<int64_t>(i)));
-    EXPECT_TRUE(id.ok()) << id.status().to_string();
-  }
-  EXPECT_TRUE(c.wait(static_cast<int64_t>(reqs.size()), 300));
-  std::vector<RequestLog> logs;
-  for (size_t i = 0; i < reqs.size(); ++i) logs.push_back(c.log(static_cast<int64_t>(i)));
-  return logs;
-}
-
 // Runs the workload with `draft` at batch 1 and 8, prefix cache off and on, against the
 // output without speculation; returns the acceptance of each run.
 std::vector<double> expect_output_unchanged(const std::string& draft) {
@@ -138,7 +124,7 @@ std::vector<double> expect_output_unchanged(const std::string& draft) {
   EXPECT_NE(ref_engine, nullptr);
   if (!ref_engine) return {};
   const auto reqs = draft_workload(ref_engine->tokenizer(), 24);
-  const std::vector<RequestLog> want = run_requests(*ref_engine, reqs);
+  const std::vector<RequestLog> want = run_all_requests(*ref_engine, reqs);
   ref_engine.reset();
   std::vector<double> acceptance;
   for (int32_t seqs : {1, 8}) {
@@ -146,7 +132,7 @@ std::vector<double> expect_output_unchanged(const std::string& draft) {
       SCOPED_TRACE(testing::Message() << "max_seqs " << seqs << " prefix cache " << prefix);
       auto engine = make_engine(draft_config(draft, seqs, prefix));
       if (!engine) continue;
-      const std::vector<RequestLog> got = run_requests(*engine, reqs);
+      const std::vector<RequestLog> got = run_all_requests(*engine, reqs);
       for (size_t i = 0; i < reqs.size(); ++i) {
         EXPECT_TRUE(got[i].done && !got[i].error) << i << " " << got[i].status.to_string();
         // Sampled requests keep the target's distribution, not its seeded tokens (the real-q
@@ -237,24 +223,7 @@ TEST(DraftModel, NoLeakedBlocksUnderRandomCancellations) {
   auto core_or = tally::EngineCore::create(c);
   ASSERT_TRUE(core_or.ok()) << core_or.status().to_string();
   tally::EngineCore& core = **core_or;
-  const auto reqs = draft_workload(core.tokenizer(), 40);
-  std::mt19937 rng(5);
-  int64_t ended = 0;
-  tally::RequestId next = 1;
-  for (int round = 0; round < 3; ++round) {
-    for (const auto& r : reqs) {
-      ASSERT_TRUE(core.check_request(r).ok());
-      core.add_request(next++, r, 1, [&ended](const tally::EngineEvent& e) {
-        if (e.request_done) ++ended;
-      }, tally::EngineClock::now());
-    }
-    while (core.has_unfinished()) {
-      core.step();
-      if (rng() % 4 == 0) core.abort_request(1 + static_cast<tally::RequestId>(rng() % next));
-    }
-  }
-  EXPECT_EQ(ended, next - 1);
-  core.step();  // an empty step publishes the final counters
+  run_with_random_cancellations(core, draft_workload(core.tokenizer(), 40), 3, 5);
   const tally::EngineMetrics m = core.metrics();
   // The draft's KV lives in the target's blocks (draft_model_runner.h): one pool to check.
   EXPECT_EQ(m.kv_blocks_free, m.kv_blocks_total);
