@@ -1,0 +1,54 @@
+// --speculative draft --draft-model on the three commands that run the engine: `tally
+// generate` prints the same text with and without the draft model (stories260K drafting for
+// itself) and reports its drafts; `tally bench throughput` runs it; a missing --draft-model is
+// refused by all three with the same message before anything runs.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "support/run_command.h"
+#include "support/test_data.h"
+
+namespace {
+
+using tally_test::run_command;
+
+std::string stories() {
+  return tally_test::shell_quote(tally_test::repo_path("models/stories260K.gguf"));
+}
+
+std::string tally(const std::string& command, const std::string& args) {
+  return tally_test::tally_binary() + " " + command + " -m " + stories() + " " + args;
+}
+
+TEST(SpeculativeDraft, GenerateWithADraftModelPrintsTheSameText) {
+  const std::string args = "-p 'Once upon a time' -n 80 --temp 0 --ignore-eos -t 1";
+  auto off = run_command(tally("generate", args));
+  auto draft = run_command(
+      tally("generate", args + " --speculative draft --draft-model " + stories()));
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  ASSERT_EQ(draft.exit_code, 0) << draft.err;
+  EXPECT_EQ(draft.out, off.out);
+  EXPECT_NE(draft.err.find("speculative (draft): "), std::string::npos) << draft.err;
+  EXPECT_NE(draft.err.find("accepted (100.0%)"), std::string::npos) << draft.err;
+}
+
+TEST(SpeculativeDraft, BenchThroughputRunsWithADraftModel) {
+  auto r = run_command(tally("bench throughput",
+                             "--requests 4 --input-len 16 --output-len 24 -t 1 --max-model-len 128 "
+                             "--speculative draft --draft-model " + stories()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("speculative: "), std::string::npos) << r.out << r.err;
+}
+
+TEST(SpeculativeDraft, EveryCommandRefusesDraftWithoutAModel) {
+  for (const char* command : {"generate", "serve", "bench throughput"}) {
+    SCOPED_TRACE(command);
+    auto r = run_command(tally(command, "--speculative draft"));
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("--speculative draft needs --draft-model SMALL.gguf"), std::string::npos)
+        << r.err;
+  }
+}
+
+}  // namespace
