@@ -97,6 +97,8 @@ class EngineCore {
   int32_t pick_draft_token(size_t row, int32_t i, std::span<const float> logits,
                            std::span<float> q);
   SampleState* draft_sample_of_row(size_t row);
+  // A sampled request under --spec-sampled-verify q: drafted from q and verified with it.
+  bool drafts_from_q(const SampleState& s) const;
   std::span<const float> draft_q(size_t k, int32_t i) const;
   // engine_step.cpp: one step and its failures.
   void note_scheduled(EngineClock::time_point now);

@@ -1,7 +1,9 @@
 // The engine's side of the draft-model source (--speculative draft, draft_model_runner.h):
 // the runner's tables are applied, the draft model proposes every speculating row's tokens,
 // then the target's batch is filled with them. A greedy request's draft is the draft model's
-// argmax (accepted while it equals the target's); a sampled request's is drawn from q =
+// argmax (accepted while it equals the target's), and so is a sampled request's under
+// --spec-sampled-verify token (the default: accepted while it equals the token the target
+// draws as without speculation). Under q a sampled request's draft is drawn from q =
 // softmax(draft logits / temperature) with the sample's own draft stream, and q is kept for
 // the target's exact rejection sampling (engine_verify.cpp, sampling/spec_rejection.h).
 #include <algorithm>
@@ -54,6 +56,10 @@ Status EngineCore::prepare_batch() {
   return runner_->fill(out_);
 }
 
+bool EngineCore::drafts_from_q(const SampleState& s) const {
+  return s.temperature != 0.0f && config_.spec.sampled_verify == SpecSampledVerify::kQ;
+}
+
 SampleState* EngineCore::draft_sample_of_row(size_t row) {
   const int32_t k = row < row_slot_.size() ? row_slot_[row] : -1;
   if (k < 0) return nullptr;
@@ -66,7 +72,7 @@ SampleState* EngineCore::draft_sample_of_row(size_t row) {
 int32_t EngineCore::pick_draft_token(size_t row, int32_t /*i*/, std::span<const float> logits,
                                      std::span<float> q) {
   SampleState* s = draft_sample_of_row(row);
-  if (s == nullptr || s->temperature == 0.0f) return draft_argmax(logits);
+  if (s == nullptr || !drafts_from_q(*s)) return draft_argmax(logits);
   return draft_sample(logits, s->temperature, s->draft_rng.next_double(), q);
 }
 
@@ -77,7 +83,7 @@ std::span<const float> EngineCore::draft_q(size_t k, int32_t i) const {
   auto it = requests_.find(slot.request_id);
   if (it == requests_.end()) return {};
   const SampleState& s = it->second->samples[static_cast<size_t>(slot.seq_index)];
-  if (s.temperature == 0.0f) return {};  // greedy: the draft was the argmax, q is one-hot
+  if (!drafts_from_q(s)) return {};  // the draft was the argmax: verified as one-hot
   return drafter_->draft_q(static_cast<size_t>(slot.row), i);
 }
 

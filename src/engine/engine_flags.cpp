@@ -49,6 +49,13 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags) {
       ->capture_default_str();
   app.add_option("--draft-model", c.draft_model_path,
                  "GGUF of a small draft model with the target's vocabulary (--speculative draft)");
+  app.add_option("--spec-sampled-verify", flags.sampled_verify,
+                 "How sampled requests verify a draft model's tokens: token (the draft's "
+                 "argmax, matched against the token drawn as without speculation: a seeded "
+                 "request's tokens never change) or q (exact rejection sampling with the "
+                 "draft's distribution: more accepted, same distribution, but the tokens "
+                 "depend on the draft length)")
+      ->capture_default_str();
   app.add_option("--ngram-min", c.ngram_min, "Shortest suffix the n-gram drafter matches")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -64,6 +71,7 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags) {
 Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags) {
   SpecConfig c = flags.config;
   TALLY_ASSIGN_OR_RETURN(c.mode, spec_mode_from_name(flags.mode));
+  TALLY_ASSIGN_OR_RETURN(c.sampled_verify, spec_sampled_verify_from_name(flags.sampled_verify));
   if (c.mode == SpecMode::kAuto && !c.draft_model_path.empty()) c.mode = SpecMode::kDraft;
   TALLY_RETURN_IF_ERROR(c.validate());
   return c;

@@ -5,8 +5,8 @@
 // same history, min_tokens ban at the same count, one RNG draw), the token is applied at once
 // (update_sample: every stop rule), and the walk goes on only while the token equals the
 // draft token at that position (spec_verify.h: exact rejection sampling for one-hot drafts).
-// A sampled request's draft-model draft comes with its q (draft_q, engine_draft.cpp): the
-// rejection sampling then uses the real q. After k matches the last position gives one bonus
+// Under --spec-sampled-verify q a sampled request's draft-model draft comes with its q
+// (draft_q, engine_draft.cpp): the rejection sampling then uses the real q. After k matches the last position gives one bonus
 // token.
 #include <exception>
 

@@ -33,8 +33,9 @@ inline SpecPositionResult spec_verify_position(Sampler& sampler, std::span<const
 }
 
 // The same for a draft model's token drawn from its distribution q ([n_vocab]): exact
-// rejection sampling with the real q (Sampler::sample_with_draft). An empty q is the one-hot
-// case above (n-gram drafts, greedy drafting).
+// rejection sampling with the real q (Sampler::sample_with_draft, --spec-sampled-verify q). An
+// empty q is the one-hot case above (n-gram drafts, argmax drafting: greedy requests, and
+// sampled ones under --spec-sampled-verify token).
 inline SpecPositionResult spec_verify_position(Sampler& sampler, std::span<const float> logits,
                                                std::span<const int32_t> history,
                                                int32_t draft_token, std::span<const float> q) {

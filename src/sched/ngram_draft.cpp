@@ -23,6 +23,17 @@ std::string_view spec_mode_name(SpecMode mode) {
   return "?";
 }
 
+Result<SpecSampledVerify> spec_sampled_verify_from_name(std::string_view name) {
+  if (name == "token") return SpecSampledVerify::kToken;
+  if (name == "q") return SpecSampledVerify::kQ;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "--spec-sampled-verify must be token or q, got '{}'", name);
+}
+
+std::string_view spec_sampled_verify_name(SpecSampledVerify rule) {
+  return rule == SpecSampledVerify::kQ ? "q" : "token";
+}
+
 Status SpecConfig::validate() const {
   if (ngram_min < 1 || ngram_max < ngram_min) {
     return make_error(ErrorCode::kInvalidArgument,

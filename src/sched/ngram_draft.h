@@ -24,6 +24,17 @@ enum class SpecMode : uint8_t { kOff, kNgram, kAuto, kDraft };
 Result<SpecMode> spec_mode_from_name(std::string_view name);
 std::string_view spec_mode_name(SpecMode mode);
 
+// How a sampled (temperature > 0) request verifies a draft model's tokens
+// (--spec-sampled-verify). kToken: as n-gram drafts (q one-hot on the draft model's argmax):
+// the target draws each token with the sample's own RNG as without speculation, so a seeded
+// request's tokens do not depend on the draft length. kQ: exact rejection sampling with the
+// draft's real q: more accepted, same distribution, but the tokens depend on the draft length
+// (and so on the batch). Greedy requests and n-gram drafts are the same under both.
+enum class SpecSampledVerify : uint8_t { kToken, kQ };
+
+Result<SpecSampledVerify> spec_sampled_verify_from_name(std::string_view name);
+std::string_view spec_sampled_verify_name(SpecSampledVerify rule);
+
 // Most draft tokens per sequence and step (num_speculative_tokens): fixed-size per-position
 // counters, and beyond it acceptance is rare.
 inline constexpr int32_t kMaxSpeculativeTokens = 32;
@@ -34,6 +45,7 @@ struct SpecConfig {
   int32_t ngram_max = 4;               // longest suffix matched (tried first)
   int32_t num_speculative_tokens = 4;  // most draft tokens per sequence and step
   std::string draft_model_path;        // kDraft: the draft model's GGUF (the engine loads it)
+  SpecSampledVerify sampled_verify = SpecSampledVerify::kToken;  // kDraft, sampled requests
   bool enabled() const { return mode != SpecMode::kOff && num_speculative_tokens > 0; }
   // Draft positions a sequence's step may verify beyond its own token: the extra logits rows
   // the runner allocates and the plan counts.

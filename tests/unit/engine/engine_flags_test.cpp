@@ -118,6 +118,12 @@ TEST(EngineFlags, SpeculativeFlagsLandInTheConfig) {
   ASSERT_TRUE(draft.ok()) << draft.status().message();
   EXPECT_EQ(draft->spec.mode, tally::SpecMode::kDraft);
   EXPECT_EQ(draft->spec.draft_model_path, "small.gguf");
+  EXPECT_EQ(draft->spec.sampled_verify, tally::SpecSampledVerify::kToken);  // the default
+  auto with_q = config_of({"--speculative", "draft", "--draft-model", "small.gguf",
+                           "--spec-sampled-verify", "q"});
+  ASSERT_TRUE(with_q.ok()) << with_q.status().message();
+  EXPECT_EQ(with_q->spec.sampled_verify, tally::SpecSampledVerify::kQ);
+  expect_refused({"--spec-sampled-verify", "exact"}, "--spec-sampled-verify must be token or q");
   auto auto_draft = config_of({"--speculative", "auto", "--draft-model", "small.gguf"});
   ASSERT_TRUE(auto_draft.ok()) << auto_draft.status().message();
   EXPECT_EQ(auto_draft->spec.mode, tally::SpecMode::kDraft);
