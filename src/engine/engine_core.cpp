@@ -42,6 +42,20 @@ BatchRunnerConfig runner_config(const EngineConfig& c, const EngineSizing& s) {
   return rc;
 }
 
+// The draft model computes every position the target does, in the target's blocks.
+DraftRunnerConfig draft_config(const EngineConfig& c, const EngineSizing& s) {
+  const BatchRunnerConfig rc = runner_config(c, s);
+  DraftRunnerConfig dc;
+  dc.n_blocks = rc.n_blocks;
+  dc.block_size = rc.block_size;
+  dc.kv_type = rc.kv_type;
+  dc.max_tokens = rc.max_tokens;
+  dc.max_rows = rc.max_rows;
+  dc.max_model_len = rc.max_seq_len;
+  dc.max_draft = rc.max_draft;
+  return dc;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& config) {
@@ -67,13 +81,20 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& confi
   TALLY_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(scheduler_config(config, sizing)));
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BatchRunner> runner,
                          BatchRunner::create(*model, runner_config(config, sizing)));
+  std::unique_ptr<DraftModelRunner> drafter;
+  if (config.spec.mode == SpecMode::kDraft && !config.static_batching) {
+    TALLY_ASSIGN_OR_RETURN(drafter, DraftModelRunner::create(config.spec.draft_model_path,
+                                                             *tokenizer, model->config(),
+                                                             draft_config(config, sizing)));
+  }
   return std::make_unique<EngineCore>(config, std::move(model), std::move(tokenizer), sizing,
-                                      std::move(scheduler), std::move(runner));
+                                      std::move(scheduler), std::move(runner), std::move(drafter));
 }
 
 EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
                        std::unique_ptr<Tokenizer> tokenizer, const EngineSizing& sizing,
-                       Scheduler scheduler, std::unique_ptr<BatchRunner> runner)
+                       Scheduler scheduler, std::unique_ptr<BatchRunner> runner,
+                       std::unique_ptr<DraftModelRunner> drafter)
     : config_(config),
       model_(std::move(model)),
       tokenizer_(std::move(tokenizer)),
@@ -81,6 +102,7 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
       n_vocab_(static_cast<int32_t>(model_->config().n_vocab)),
       sched_(std::move(scheduler)),
       runner_(std::move(runner)),
+      drafter_(std::move(drafter)),
       pool_(config.threads) {
   // A sampled BOS starts a new document: it ends the sample, as llama2.c's run.c does.
   for (int32_t id = 0; id < tokenizer_->n_vocab(); ++id) {
@@ -116,6 +138,12 @@ void EngineCore::build_ledger(const EngineSizing& sizing) {
   ledger_.other_bytes = BlockPool::bytes_for(sizing.n_blocks);
   if (sched_config_.kv.enable_prefix_cache)
     ledger_.other_bytes += PrefixCache::bytes_for(sizing.n_blocks, config_.block_size);
+  if (drafter_) {
+    const DraftRunnerBytes d = drafter_->bytes();
+    ledger_.draft_weight_bytes = d.weights;
+    ledger_.draft_kv_bytes = d.kv;
+    ledger_.draft_buffer_bytes = d.buffers;
+  }
 }
 
 void EngineCore::log_ledger() const {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "engine/draft_model_runner.h"
 #include "engine/engine.h"
 #include "engine/engine_sizing.h"
 #include "engine/request_state.h"
@@ -78,7 +79,11 @@ class EngineCore {
 
   EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
              std::unique_ptr<Tokenizer> tokenizer, const EngineSizing& sizing,
-             Scheduler scheduler, std::unique_ptr<BatchRunner> runner);
+             Scheduler scheduler, std::unique_ptr<BatchRunner> runner,
+             std::unique_ptr<DraftModelRunner> drafter = nullptr);
+
+  // The draft model's runner under --speculative draft, else null.
+  const DraftModelRunner* drafter() const { return drafter_.get(); }
 
  private:
   struct Outgoing {
@@ -89,6 +94,14 @@ class EngineCore {
   void build_ledger(const EngineSizing& sizing);
   void log_ledger() const;
 
+  // engine_draft.cpp: the batch, with the draft model's proposals when it has one.
+  Status prepare_batch();
+  int32_t pick_draft_token(size_t row, int32_t i, std::span<const float> logits,
+                           std::span<float> q);
+  SampleState* draft_sample_of_row(size_t row);
+  // A sampled request under --spec-sampled-verify q: drafted from q and verified with it.
+  bool drafts_from_q(const SampleState& s) const;
+  std::span<const float> draft_q(size_t k, int32_t i) const;
   // engine_step.cpp: one step and its failures.
   void note_scheduled(EngineClock::time_point now);
   // engine_verify.cpp: sampling, speculative drafts verified position by position.
@@ -120,11 +133,13 @@ class EngineCore {
   // The stepping thread only.
   Scheduler sched_;
   std::unique_ptr<BatchRunner> runner_;
+  std::unique_ptr<DraftModelRunner> drafter_;  // --speculative draft
   ThreadPool pool_;
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   SchedulerOutput out_;
   std::vector<int32_t> emitted_;    // this step's tokens, slot by slot (flat)
   std::vector<int32_t> n_emitted_;  // [samples] tokens of each slot in emitted_
+  std::vector<int32_t> row_slot_;   // [rows] the sample slot of each row (-1: none), drafting
   std::vector<FinishReason> finishes_;
   std::vector<SchedulerEvent> sched_events_;
   std::vector<Outgoing> outbox_;

@@ -24,6 +24,7 @@ namespace tally {
 struct SpecFlags {
   std::string mode = "auto";
   std::string draft_length = "adaptive";
+  std::string sampled_verify = "token";
   SpecConfig config;
 };
 
@@ -50,7 +51,8 @@ struct EngineFlags {
   SpecFlags spec;
 };
 
-// Adds --speculative, --ngram-min, --ngram-max and --num-speculative-tokens.
+// Adds --speculative, --draft-model, --spec-sampled-verify, --ngram-min, --ngram-max and
+// --num-speculative-tokens.
 void spec_flags_add(CLI::App& app, SpecFlags& flags);
 // InvalidArgument naming the flag: "--speculative must be off, ngram or auto, got 'x' ...".
 Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags);

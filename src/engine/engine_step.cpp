@@ -15,7 +15,7 @@ void EngineCore::step() {
   const auto started = std::chrono::steady_clock::now();
   sched_.schedule(out_);
   note_scheduled(EngineClock::now());
-  Status st = runner_->prepare(out_);
+  Status st = prepare_batch();
   if (st.ok()) st = runner_->forward(pool_);
   if (st.ok()) {
     verify_slots();

@@ -121,8 +121,15 @@ struct MemoryLedger {
   int64_t kv_bytes_per_token = 0;
   KvTypes kv_type = DType::kF16;      // storage types of K and V
   int64_t other_bytes = 0;            // sampler buffers, tables, ...
+  // --speculative draft: the draft model's weights, its KV storage (the target's block count)
+  // and its buffers.
+  int64_t draft_weight_bytes = 0;
+  int64_t draft_kv_bytes = 0;
+  int64_t draft_buffer_bytes = 0;
+  int64_t draft_bytes() const { return draft_weight_bytes + draft_kv_bytes + draft_buffer_bytes; }
   int64_t total() const {
-    return weight_bytes_mapped + weight_bytes_owned + activation_bytes + kv_bytes + other_bytes;
+    return weight_bytes_mapped + weight_bytes_owned + activation_bytes + kv_bytes + other_bytes +
+           draft_bytes();
   }
 };
 

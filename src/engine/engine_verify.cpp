@@ -5,7 +5,9 @@
 // same history, min_tokens ban at the same count, one RNG draw), the token is applied at once
 // (update_sample: every stop rule), and the walk goes on only while the token equals the
 // draft token at that position (spec_verify.h: exact rejection sampling for one-hot drafts).
-// After k matches the last position gives one bonus token.
+// Under --spec-sampled-verify q a sampled request's draft-model draft comes with its q
+// (draft_q, engine_draft.cpp): the rejection sampling then uses the real q. After k matches the last position gives one bonus
+// token.
 #include <exception>
 
 #include "sampling/spec_verify.h"
@@ -51,7 +53,8 @@ FinishReason EngineCore::verify_slot(size_t k, EngineClock::time_point now) {
     SpecPositionResult verdict;
     FinishReason why = FinishReason::kNone;
     try {
-      verdict = spec_verify_position(s.sampler, logits, runner_->slot_history(out_, k), draft_token);
+      verdict = spec_verify_position(s.sampler, logits, runner_->slot_history(out_, k),
+                                     draft_token, draft_q(k, i));
     } catch (const std::exception& e) {
       fail_request(r, make_error(ErrorCode::kInternal, "sampling failed: {}", e.what()));
       return FinishReason::kNone;

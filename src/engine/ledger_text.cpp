@@ -17,6 +17,12 @@ std::string format_ledger(const MemoryLedger& l, const std::string& indent) {
                    format_bytes(l.kv_bytes), l.kv_blocks, l.block_size, l.token_capacity,
                    format_bytes(l.kv_bytes_per_token));
   s += fmt::format("{}other     {}\n", indent, format_bytes(l.other_bytes));
+  if (l.draft_bytes() > 0) {
+    s += fmt::format("{}draft     {} ({} weights + {} kv cache + {} buffers)\n", indent,
+                     format_bytes(l.draft_bytes()),
+                     format_bytes(l.draft_weight_bytes), format_bytes(l.draft_kv_bytes),
+                     format_bytes(l.draft_buffer_bytes));
+  }
   s += fmt::format("{}total     {}\n", indent, format_bytes(l.total()));
   return s;
 }

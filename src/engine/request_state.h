@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_types.h"
+#include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_matcher.h"
 #include "tokenizer/streaming_detokenizer.h"
@@ -22,7 +23,11 @@ using EngineClock = std::chrono::steady_clock;
 struct SampleState {
   SampleState(const SamplingParams& params, int32_t n_vocab, const Tokenizer& tokenizer,
               std::shared_ptr<const StopSet> stops)
-      : sampler(params, n_vocab), detok(tokenizer), stop(std::move(stops)) {}
+      : sampler(params, n_vocab),
+        detok(tokenizer),
+        stop(std::move(stops)),
+        temperature(params.temperature),
+        draft_rng(sampler.seed() ^ 0x9e3779b97f4a7c15ull) {}
 
   Sampler sampler;
   StreamingDetokenizer detok;
@@ -31,6 +36,10 @@ struct SampleState {
   bool done = false;        // its kFinished went out
   int32_t spec_draft_tokens = 0;     // speculation: draft tokens proposed for it
   int32_t spec_accepted_tokens = 0;  // and accepted
+  // Draft-model speculation: a sampled request's drafts are drawn from softmax(draft logits /
+  // temperature) with their own stream (the sampler's draws stay the verification's).
+  float temperature = 0.0f;
+  Xoshiro256 draft_rng;
 };
 
 struct RequestState {

@@ -198,6 +198,21 @@ Status BatchRunner::fill_batch(const SchedulerOutput& out) {
 }
 
 Status BatchRunner::prepare(const SchedulerOutput& out) {
+  TALLY_RETURN_IF_ERROR(apply(out));
+  return fill_batch(out);
+}
+
+std::span<const int32_t> BatchRunner::seq_tokens(int64_t seq_id) const {
+  auto it = seqs_.find(seq_id);
+  return it == seqs_.end() ? std::span<const int32_t>() : it->second.tokens;
+}
+
+std::span<const int32_t> BatchRunner::seq_block_table(int64_t seq_id) const {
+  auto it = seqs_.find(seq_id);
+  return it == seqs_.end() ? std::span<const int32_t>() : it->second.block_table;
+}
+
+Status BatchRunner::apply(const SchedulerOutput& out) {
   TALLY_RETURN_IF_ERROR(apply_tables(out));
   for (const BlockCopy& c : out.block_copies) {
     if (c.src < 0 || c.dst < 0 || c.src >= kv_.shape().n_blocks || c.dst >= kv_.shape().n_blocks) {
@@ -206,7 +221,7 @@ Status BatchRunner::prepare(const SchedulerOutput& out) {
     }
     kv_.copy_block(c.src, c.dst);
   }
-  return fill_batch(out);
+  return Status::ok_status();
 }
 
 Status BatchRunner::forward(ThreadPool& pool) {

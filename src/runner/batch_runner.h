@@ -71,6 +71,13 @@ class BatchRunner {
   // does not fit (more rows or tokens than configured, a delta for an unknown sequence); the
   // per-sequence state may then be partly updated and the runner should be reset().
   Status prepare(const SchedulerOutput& out);
+  // prepare() in its two halves, for a draft model that reads the sequences' tables and writes
+  // the drafts in between: steps 1-4 (tables, copies), then the batch arrays.
+  Status apply(const SchedulerOutput& out);
+  Status fill(const SchedulerOutput& out) { return fill_batch(out); }
+  // A known sequence's tokens and block table after apply() (empty for an unknown one).
+  std::span<const int32_t> seq_tokens(int64_t seq_id) const;
+  std::span<const int32_t> seq_block_table(int64_t seq_id) const;
   // The forward pass over the prepared batch (nothing to do for an empty output).
   Status forward(ThreadPool& pool);
 

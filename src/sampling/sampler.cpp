@@ -3,6 +3,7 @@
 #include <random>
 
 #include "base/check.h"
+#include "sampling/spec_rejection.h"
 
 namespace tally {
 
@@ -43,7 +44,9 @@ Sampler::Sampler(const SamplingParams& p, int32_t n_vocab)
   if (p.top_p < 1.0f) steps_.push_back(std::make_unique<TopPStep>(p.top_p));
   if (p.min_p > 0.0f) steps_.push_back(std::make_unique<MinPStep>(p.min_p));
   if (p.temperature != 1.0f) steps_.push_back(std::make_unique<TemperatureStep>(p.temperature));
-  steps_.push_back(std::make_unique<DistStep>(seed_));
+  auto dist = std::make_unique<DistStep>(seed_);
+  dist_step_ = dist.get();
+  steps_.push_back(std::move(dist));
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
@@ -57,6 +60,32 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     logprobs_.top = logprobs_step_->top();
   }
   return chosen.id;
+}
+
+int32_t Sampler::sample_with_draft(std::span<const float> logits, std::span<const int32_t> history,
+                                   int32_t draft_token, std::span<const float> q,
+                                   bool* accepted) {
+  if (dist_step_ == nullptr) {  // greedy: p is one-hot on the argmax
+    const int32_t token = sample(logits, history);
+    *accepted = token == draft_token;
+    return token;
+  }
+  candidates_.fill(logits);
+  for (size_t i = 0; i + 1 < steps_.size(); ++i) steps_[i]->apply(candidates_, history);
+  candidates_.softmax();
+  dense_p_.assign(static_cast<size_t>(n_vocab_), 0.0f);
+  for (const TokenCandidate& c : candidates_.view()) dense_p_[static_cast<size_t>(c.id)] = c.prob;
+  *accepted = spec_accepts_draft(dense_p_, q, draft_token, dist_step_->next_uniform());
+  const int32_t token = *accepted ? draft_token
+                                  : spec_residual_sample(dense_p_, q, dist_step_->next_uniform());
+  if (logprobs_step_ != nullptr) {
+    for (const TokenCandidate& c : candidates_.view()) {
+      if (c.id != token) continue;
+      logprobs_.sampled = {token, logprobs_step_->logprob_of(c.logit)};
+      logprobs_.top = logprobs_step_->top();
+    }
+  }
+  return token;
 }
 
 std::string Sampler::describe() const {

@@ -47,6 +47,14 @@ class Sampler {
   // tokens so far (prompt + generated), oldest first, for the penalties.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
 
+  // Speculation with a draft model: draft_token was drawn from the draft's distribution q
+  // ([n_vocab], q[draft_token] > 0). Exact rejection sampling against p, this sampler's
+  // processed distribution (spec_rejection.h): one uniform decides acceptance, a second one
+  // (on rejection only) draws from norm(max(0, p - q)). Sets *accepted. Greedy: the argmax,
+  // accepted when it is the draft token. Logprobs as for sample().
+  int32_t sample_with_draft(std::span<const float> logits, std::span<const int32_t> history,
+                            int32_t draft_token, std::span<const float> q, bool* accepted);
+
   // After sample(), when params.logprobs: the values for the token it returned. The span
   // stays valid until the next sample().
   const SampleLogprobs& last_logprobs() const { return logprobs_; }
@@ -63,6 +71,8 @@ class Sampler {
   TokenCandidates candidates_;
   std::vector<std::unique_ptr<SamplerStep>> steps_;
   LogprobsStep* logprobs_step_ = nullptr;  // owned by steps_, when logprobs are asked for
+  DistStep* dist_step_ = nullptr;          // owned by steps_ (the last one), when not greedy
+  std::vector<float> dense_p_;             // [n_vocab] p for sample_with_draft, on first use
   SampleLogprobs logprobs_;
 };
 

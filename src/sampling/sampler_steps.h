@@ -120,6 +120,8 @@ class DistStep final : public SamplerStep {
   explicit DistStep(uint64_t seed) : rng_(seed) {}
   const char* name() const override { return "dist"; }
   void apply(TokenCandidates& c, std::span<const int32_t> history) override;
+  // One value of the same stream (speculation's acceptance and residual draws).
+  double next_uniform() { return rng_.next_double(); }
 
  private:
   Xoshiro256 rng_;

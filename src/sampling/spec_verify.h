@@ -32,4 +32,19 @@ inline SpecPositionResult spec_verify_position(Sampler& sampler, std::span<const
   return r;
 }
 
+// The same for a draft model's token drawn from its distribution q ([n_vocab]): exact
+// rejection sampling with the real q (Sampler::sample_with_draft, --spec-sampled-verify q). An
+// empty q is the one-hot case above (n-gram drafts, argmax drafting: greedy requests, and
+// sampled ones under --spec-sampled-verify token).
+inline SpecPositionResult spec_verify_position(Sampler& sampler, std::span<const float> logits,
+                                               std::span<const int32_t> history,
+                                               int32_t draft_token, std::span<const float> q) {
+  if (q.empty() || draft_token < 0) {
+    return spec_verify_position(sampler, logits, history, draft_token);
+  }
+  SpecPositionResult r;
+  r.token = sampler.sample_with_draft(logits, history, draft_token, q, &r.accepted);
+  return r;
+}
+
 }  // namespace tally

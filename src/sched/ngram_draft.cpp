@@ -8,10 +8,9 @@ Result<SpecMode> spec_mode_from_name(std::string_view name) {
   if (name == "off") return SpecMode::kOff;
   if (name == "ngram") return SpecMode::kNgram;
   if (name == "auto") return SpecMode::kAuto;
+  if (name == "draft") return SpecMode::kDraft;
   return make_error(ErrorCode::kInvalidArgument,
-                    "--speculative must be off, ngram or auto, got '{}' (the draft model source "
-                    "is not built yet)",
-                    name);
+                    "--speculative must be off, ngram, draft or auto, got '{}'", name);
 }
 
 std::string_view spec_mode_name(SpecMode mode) {
@@ -19,6 +18,7 @@ std::string_view spec_mode_name(SpecMode mode) {
     case SpecMode::kOff: return "off";
     case SpecMode::kNgram: return "ngram";
     case SpecMode::kAuto: return "auto";
+    case SpecMode::kDraft: return "draft";
   }
   return "?";
 }
@@ -28,6 +28,17 @@ Result<DraftLengthRule> draft_length_rule_from_name(std::string_view name) {
   if (name == "fixed") return DraftLengthRule::kFixed;
   return make_error(ErrorCode::kInvalidArgument,
                     "--draft-length must be adaptive or fixed, got '{}'", name);
+}
+
+Result<SpecSampledVerify> spec_sampled_verify_from_name(std::string_view name) {
+  if (name == "token") return SpecSampledVerify::kToken;
+  if (name == "q") return SpecSampledVerify::kQ;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "--spec-sampled-verify must be token or q, got '{}'", name);
+}
+
+std::string_view spec_sampled_verify_name(SpecSampledVerify rule) {
+  return rule == SpecSampledVerify::kQ ? "q" : "token";
 }
 
 Status SpecConfig::validate() const {
@@ -40,6 +51,14 @@ Status SpecConfig::validate() const {
     return make_error(ErrorCode::kInvalidArgument,
                       "speculative: num_speculative_tokens is {} (must be in [0, {}])",
                       num_speculative_tokens, kMaxSpeculativeTokens);
+  }
+  if (mode == SpecMode::kDraft && draft_model_path.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "speculative: --speculative draft needs --draft-model SMALL.gguf");
+  }
+  if (mode != SpecMode::kDraft && !draft_model_path.empty()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "speculative: --draft-model needs --speculative draft (or auto)");
   }
   return Status::ok_status();
 }

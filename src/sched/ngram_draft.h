@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -17,14 +18,27 @@
 namespace tally {
 
 // Which draft source a sequence uses. kAuto: n-gram when it has a match, else none; the draft
-// length rule then drafts only where it pays. (The draft-model source's hook:
-// Scheduler::guess_draft() in scheduler_step.cpp is where auto picks a sequence's source.)
-enum class SpecMode : uint8_t { kOff, kNgram, kAuto };
+// length rule then drafts only where it pays. kDraft: a small draft model
+// (SpecConfig::draft_model_path) proposes every draft; the scheduler only reserves the
+// positions and the engine's DraftModelRunner fills them in. (Scheduler::guess_draft() in
+// scheduler_step.cpp is where a sequence's source is picked.)
+enum class SpecMode : uint8_t { kOff, kNgram, kAuto, kDraft };
 
 Result<SpecMode> spec_mode_from_name(std::string_view name);
 std::string_view spec_mode_name(SpecMode mode);
 // "adaptive" or "fixed" (kRandomForTest has no name: tests set it directly).
 Result<DraftLengthRule> draft_length_rule_from_name(std::string_view name);
+
+// How a sampled (temperature > 0) request verifies a draft model's tokens
+// (--spec-sampled-verify). kToken: as n-gram drafts (q one-hot on the draft model's argmax):
+// the target draws each token with the sample's own RNG as without speculation, so a seeded
+// request's tokens do not depend on the draft length. kQ: exact rejection sampling with the
+// draft's real q: more accepted, same distribution, but the tokens depend on the draft length
+// (and so on the batch). Greedy requests and n-gram drafts are the same under both.
+enum class SpecSampledVerify : uint8_t { kToken, kQ };
+
+Result<SpecSampledVerify> spec_sampled_verify_from_name(std::string_view name);
+std::string_view spec_sampled_verify_name(SpecSampledVerify rule);
 
 // Most draft tokens per sequence and step (num_speculative_tokens): fixed-size per-position
 // counters, and beyond it acceptance is rare.
@@ -37,12 +51,14 @@ struct SpecConfig {
   int32_t num_speculative_tokens = 4;  // most draft tokens per sequence and step
   DraftLengthRule draft_length = DraftLengthRule::kAdaptive;  // draft_length.h
   uint64_t random_length_seed = 1;     // kRandomForTest's generator
+  std::string draft_model_path;        // kDraft: the draft model's GGUF (the engine loads it)
+  SpecSampledVerify sampled_verify = SpecSampledVerify::kToken;  // kDraft, sampled requests
   bool enabled() const { return mode != SpecMode::kOff && num_speculative_tokens > 0; }
   // Draft positions a sequence's step may verify beyond its own token: the extra logits rows
   // the runner allocates and the plan counts.
   int32_t draft_positions() const { return enabled() ? num_speculative_tokens : 0; }
   // InvalidArgument naming the field: 1 <= ngram_min <= ngram_max, 0 <= num_speculative_tokens
-  // <= kMaxSpeculativeTokens.
+  // <= kMaxSpeculativeTokens, a draft model path exactly when the mode is kDraft.
   Status validate() const;
 };
 

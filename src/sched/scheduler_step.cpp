@@ -81,8 +81,11 @@ void Scheduler::guess_draft(Request& r, Sequence& s) {
                          r.spec.replay_draft.begin() + static_cast<std::ptrdiff_t>(to));
     return;
   }
-  // The only source so far, for ngram and auto alike; auto would take the draft model's guess
-  // for a sequence the n-gram source has none for.
+  // A draft model proposes all k tokens after scheduling: placeholders until then.
+  if (config_.spec.mode == SpecMode::kDraft) {
+    s.draft_guess.assign(static_cast<size_t>(k), 0);
+    return;
+  }
   s.draft_guess.resize(static_cast<size_t>(k));
   const int32_t got = ngram_draft(seq_tokens(r, s, known), config_.spec.ngram_min,
                                   config_.spec.ngram_max, s.draft_guess);
@@ -107,7 +110,14 @@ void Scheduler::choose_draft_lengths_for_step() {
     });
   }
   draft_lens_.assign(draft_seqs_.size(), 0);
-  switch (config_.spec.draft_length) {
+  // The adaptive rule learns acceptance from guesses made before the step and prices only the
+  // target's positions: a draft model's guesses come after scheduling and its passes cost
+  // more, so with a draft model every sequence drafts its fixed length.
+  const DraftLengthRule rule = config_.spec.mode == SpecMode::kDraft &&
+                                       config_.spec.draft_length == DraftLengthRule::kAdaptive
+                                   ? DraftLengthRule::kFixed
+                                   : config_.spec.draft_length;
+  switch (rule) {
     case DraftLengthRule::kAdaptive:
       choose_draft_lengths(step_cost_, static_cast<int32_t>(draft_seqs_.size()),
                            draft_candidates_, draft_lens_, draft_choice_);

@@ -114,7 +114,23 @@ TEST(EngineFlags, SpeculativeFlagsLandInTheConfig) {
   EXPECT_EQ(config->spec.num_speculative_tokens, 7);
   EXPECT_EQ(config->spec.draft_length, tally::DraftLengthRule::kFixed);
   expect_refused({"--draft-length", "random"}, "--draft-length must be adaptive or fixed");
-  expect_refused({"--speculative", "draft"}, "--speculative must be off, ngram or auto");
+  expect_refused({"--speculative", "eagle"}, "--speculative must be off, ngram, draft or auto");
+  expect_refused({"--speculative", "draft"}, "--speculative draft needs --draft-model");
+  expect_refused({"--speculative", "ngram", "--draft-model", "small.gguf"},
+                 "--draft-model needs --speculative draft");
+  auto draft = config_of({"--speculative", "draft", "--draft-model", "small.gguf"});
+  ASSERT_TRUE(draft.ok()) << draft.status().message();
+  EXPECT_EQ(draft->spec.mode, tally::SpecMode::kDraft);
+  EXPECT_EQ(draft->spec.draft_model_path, "small.gguf");
+  EXPECT_EQ(draft->spec.sampled_verify, tally::SpecSampledVerify::kToken);  // the default
+  auto with_q = config_of({"--speculative", "draft", "--draft-model", "small.gguf",
+                           "--spec-sampled-verify", "q"});
+  ASSERT_TRUE(with_q.ok()) << with_q.status().message();
+  EXPECT_EQ(with_q->spec.sampled_verify, tally::SpecSampledVerify::kQ);
+  expect_refused({"--spec-sampled-verify", "exact"}, "--spec-sampled-verify must be token or q");
+  auto auto_draft = config_of({"--draft-model", "small.gguf"});  // auto is the default
+  ASSERT_TRUE(auto_draft.ok()) << auto_draft.status().message();
+  EXPECT_EQ(auto_draft->spec.mode, tally::SpecMode::kDraft);
   expect_refused({"--ngram-min", "3", "--ngram-max", "2"}, "ngram_min <= ngram_max");
   expect_refused({"--num-speculative-tokens", "33"}, "--num-speculative-tokens");
 }

@@ -5,7 +5,6 @@
 // random cancellations.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
 #include "engine/engine.h"
@@ -63,31 +62,18 @@ std::vector<tally::EngineRequest> spec_workload(const tally::Tokenizer& tok, int
   return out;
 }
 
-std::vector<RequestLog> run_all(tally::Engine& engine,
-                                const std::vector<tally::EngineRequest>& reqs) {
-  Collector c;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    auto id = engine.submit(reqs[i], c.callback(static_cast<int64_t>(i)));
-    EXPECT_TRUE(id.ok()) << id.status().to_string();
-  }
-  EXPECT_TRUE(c.wait(static_cast<int64_t>(reqs.size()), 300));
-  std::vector<RequestLog> logs;
-  for (size_t i = 0; i < reqs.size(); ++i) logs.push_back(c.log(static_cast<int64_t>(i)));
-  return logs;
-}
-
 TEST(EngineSpec, OutputEqualsNoSpeculationAcrossBatchAndPrefixCache) {
   auto ref_engine = make_engine(spec_config(false, 8, false));
   ASSERT_NE(ref_engine, nullptr);
   const auto reqs = spec_workload(ref_engine->tokenizer(), 40);
-  const std::vector<RequestLog> want = run_all(*ref_engine, reqs);
+  const std::vector<RequestLog> want = run_all_requests(*ref_engine, reqs);
   ref_engine.reset();
   for (int32_t seqs : {1, 8}) {
     for (bool prefix : {false, true}) {
       SCOPED_TRACE(testing::Message() << "max_seqs " << seqs << " prefix cache " << prefix);
       auto engine = make_engine(spec_config(true, seqs, prefix));
       ASSERT_NE(engine, nullptr);
-      const std::vector<RequestLog> got = run_all(*engine, reqs);
+      const std::vector<RequestLog> got = run_all_requests(*engine, reqs);
       for (size_t i = 0; i < reqs.size(); ++i) {
         ASSERT_TRUE(got[i].done && !got[i].error) << i << " " << got[i].status.to_string();
         EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
@@ -139,24 +125,7 @@ TEST(EngineSpec, NoLeakedBlocksUnderRandomCancellations) {
   auto core_or = tally::EngineCore::create(c);
   ASSERT_TRUE(core_or.ok()) << core_or.status().to_string();
   tally::EngineCore& core = **core_or;
-  const auto reqs = spec_workload(core.tokenizer(), 60);
-  std::mt19937 rng(3);
-  int64_t ended = 0;
-  tally::RequestId next = 1;
-  for (int round = 0; round < 4; ++round) {
-    for (const auto& r : reqs) {
-      ASSERT_TRUE(core.check_request(r).ok());
-      core.add_request(next++, r, 1, [&ended](const tally::EngineEvent& e) {
-        if (e.request_done) ++ended;
-      }, tally::EngineClock::now());
-    }
-    while (core.has_unfinished()) {
-      core.step();
-      if (rng() % 4 == 0) core.abort_request(1 + static_cast<tally::RequestId>(rng() % next));
-    }
-  }
-  EXPECT_EQ(ended, next - 1);
-  core.step();  // an empty step publishes the final counters
+  run_with_random_cancellations(core, spec_workload(core.tokenizer(), 60), 4, 3);
   const tally::EngineMetrics m = core.metrics();
   EXPECT_EQ(m.kv_blocks_free, m.kv_blocks_total);
   EXPECT_GT(m.spec_decode.drafts, 200);

@@ -10,10 +10,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/engine_core.h"
 #include "support/test_data.h"
 
 namespace tally_test {
@@ -126,6 +128,45 @@ inline RequestLog run_alone(tally::Engine& engine, tally::EngineRequest request)
   if (!id.ok()) return {};
   EXPECT_TRUE(c.wait(1));
   return c.log(0);
+}
+
+// Submits every request to `engine` at once and returns their logs, in order.
+inline std::vector<RequestLog> run_all_requests(tally::Engine& engine,
+                                            const std::vector<tally::EngineRequest>& reqs) {
+  Collector c;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto id = engine.submit(reqs[i], c.callback(static_cast<int64_t>(i)));
+    EXPECT_TRUE(id.ok()) << id.status().to_string();
+  }
+  EXPECT_TRUE(c.wait(static_cast<int64_t>(reqs.size()), 300));
+  std::vector<RequestLog> logs;
+  for (size_t i = 0; i < reqs.size(); ++i) logs.push_back(c.log(static_cast<int64_t>(i)));
+  return logs;
+}
+
+// Adds `reqs` to `core` `rounds` times, stepping until each round is done and aborting a
+// random request (finished or not) after one step in four; every request must end. Then an
+// empty step publishes the final counters.
+inline void run_with_random_cancellations(tally::EngineCore& core,
+                                          const std::vector<tally::EngineRequest>& reqs,
+                                          int rounds, uint32_t seed) {
+  std::mt19937 rng(seed);
+  int64_t ended = 0;
+  tally::RequestId next = 1;
+  for (int round = 0; round < rounds; ++round) {
+    for (const auto& r : reqs) {
+      ASSERT_TRUE(core.check_request(r).ok());
+      core.add_request(next++, r, 1, [&ended](const tally::EngineEvent& e) {
+        if (e.request_done) ++ended;
+      }, tally::EngineClock::now());
+    }
+    while (core.has_unfinished()) {
+      core.step();
+      if (rng() % 4 == 0) core.abort_request(1 + static_cast<tally::RequestId>(rng() % next));
+    }
+  }
+  EXPECT_EQ(ended, next - 1);
+  core.step();
 }
 
 // A deterministic prompt: BOS then `len - 1` ids from a small LCG over [3, n_vocab).

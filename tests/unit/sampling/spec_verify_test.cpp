@@ -3,6 +3,9 @@
 // probabilities the target gives them one token at a time.
 #include "sampling/spec_verify.h"
 
+#include "sampling/rng.h"
+#include "sampling/spec_rejection.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -111,6 +114,77 @@ TEST(SpecVerify, SeededTokensAreTheOnesWithoutSpeculation) {
     const int32_t want = plain.sample(logits, {});
     EXPECT_EQ(spec_verify_position(spec, logits, {}, n % kVocab).token, want) << n;
   }
+}
+
+// A draft drawn from a real q (a draft model's): d ~ q, then the target's rejection sampling.
+// The emitted token must follow p, and the acceptance must be sum min(p, q).
+double draw_with_q(Sampler& sampler, Xoshiro256& draft_rng, const std::vector<float>& logits,
+                   const std::vector<float>& q, std::vector<double>& hist) {
+  constexpr int kDraws = 1'000'000;
+  int64_t accepted = 0;
+  for (int n = 0; n < kDraws; ++n) {
+    const double u = draft_rng.next_double();
+    double cum = 0;
+    int32_t d = kVocab - 1;
+    for (int32_t t = 0; t < kVocab; ++t) {
+      cum += q[t];
+      if (q[t] > 0 && cum > u) {
+        d = t;
+        break;
+      }
+    }
+    const SpecPositionResult r = spec_verify_position(sampler, logits, {}, d, q);
+    if (r.accepted) {
+      EXPECT_EQ(r.token, d);
+      ++accepted;
+    }
+    hist[static_cast<size_t>(r.token)] += 1.0 / kDraws;
+  }
+  return static_cast<double>(accepted) / kDraws;
+}
+
+TEST(SpecVerify, RejectionWithARealQEmitsTheTargetDistribution) {
+  const std::vector<float> logits = {1.0f, 2.5f, 0.3f, 2.2f, -1.0f, 0.9f, 1.7f, -3.0f};
+  const std::vector<double> p = processed(logits);
+  // A draft model's q: wrong in shape, mass on tokens top-k drops from p (2, 4, 7), none on 1.
+  const std::vector<float> q = {0.30f, 0.0f, 0.05f, 0.25f, 0.05f, 0.15f, 0.10f, 0.10f};
+  Sampler sampler(chain_params(21), kVocab);
+  Xoshiro256 draft_rng(99);
+  std::vector<double> hist(kVocab, 0.0);
+  const double acceptance = draw_with_q(sampler, draft_rng, logits, q, hist);
+  double tv = 0, overlap = 0;
+  for (int32_t t = 0; t < kVocab; ++t) {
+    tv += std::abs(hist[t] - p[t]) / 2;
+    overlap += std::min(p[t], static_cast<double>(q[t]));
+  }
+  EXPECT_LT(tv, 0.005);
+  EXPECT_NEAR(acceptance, overlap, 0.003);  // P(accept) = sum min(p, q)
+}
+
+TEST(SpecVerify, RealQEqualToPAcceptsEverything) {
+  const std::vector<float> logits = {1.0f, 2.5f, 0.3f, 2.2f, -1.0f, 0.9f, 1.7f, -3.0f};
+  const std::vector<double> p = processed(logits);
+  std::vector<float> q(p.begin(), p.end());
+  Sampler sampler(chain_params(5), kVocab);
+  Xoshiro256 draft_rng(6);
+  std::vector<double> hist(kVocab, 0.0);
+  // Rounding p to float may leave q(d) a hair above p(d): all but a handful accepted.
+  EXPECT_GT(draw_with_q(sampler, draft_rng, logits, q, hist), 0.9999);
+}
+
+TEST(SpecVerify, ResidualDrawTakesOnlyWhereTheTargetExceedsTheDraft) {
+  const std::vector<float> p = {0.5f, 0.2f, 0.3f, 0.0f};
+  const std::vector<float> q = {0.6f, 0.0f, 0.1f, 0.3f};
+  // Residual max(0, p - q) = {0, 0.2, 0.2, 0}: half each to tokens 1 and 2.
+  EXPECT_EQ(spec_residual_sample(p, q, 0.0), 1);
+  EXPECT_EQ(spec_residual_sample(p, q, 0.49), 1);
+  EXPECT_EQ(spec_residual_sample(p, q, 0.51), 2);
+  EXPECT_EQ(spec_residual_sample(p, q, 0.999999), 2);
+  EXPECT_EQ(spec_residual_sample(p, p, 0.6), 1);  // no residual: p itself (0.5 <= 0.6 < 0.7)
+  EXPECT_TRUE(spec_accepts_draft(p, q, 2, 0.999));   // p(2) > q(2): always
+  EXPECT_FALSE(spec_accepts_draft(p, q, 3, 0.0));    // p(3) = 0: never
+  EXPECT_TRUE(spec_accepts_draft(p, q, 0, 0.83));    // 0.83 * 0.6 < 0.5
+  EXPECT_FALSE(spec_accepts_draft(p, q, 0, 0.84));
 }
 
 }  // namespace

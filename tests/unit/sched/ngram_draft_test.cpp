@@ -53,7 +53,9 @@ TEST(NgramDraft, ConfigAndModeNames) {
   EXPECT_EQ(*spec_mode_from_name("ngram"), SpecMode::kNgram);
   EXPECT_EQ(*spec_mode_from_name("auto"), SpecMode::kAuto);
   EXPECT_EQ(*spec_mode_from_name("off"), SpecMode::kOff);
-  EXPECT_FALSE(spec_mode_from_name("draft").ok());
+  EXPECT_EQ(*spec_mode_from_name("draft"), SpecMode::kDraft);
+  EXPECT_EQ(spec_mode_name(SpecMode::kDraft), "draft");
+  EXPECT_FALSE(spec_mode_from_name("eagle").ok());
   EXPECT_EQ(spec_mode_name(SpecMode::kNgram), "ngram");
   SpecConfig c;
   EXPECT_TRUE(c.validate().ok());
