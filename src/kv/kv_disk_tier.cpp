@@ -191,7 +191,7 @@ void KvDiskTier::forget(Lru::iterator it, bool delete_file) {
 
 bool KvDiskTier::contains(const KvTierQuery& q) const {
   auto it = index_.find(q.key);
-  return it != index_.end() && q.matched_by(it->second->id);
+  return it != index_.end() && it->second->id.matches(q);
 }
 
 void KvDiskTier::touch(const PrefixKey& key) {
@@ -252,7 +252,7 @@ bool KvDiskTier::write(const KvTierBlockId& id, std::span<const std::byte> paylo
 
 bool KvDiskTier::read(const KvTierQuery& q, std::span<std::byte> payload) {
   auto found = index_.find(q.key);
-  if (found == index_.end() || !q.matched_by(found->second->id)) return false;
+  if (found == index_.end() || !found->second->id.matches(q)) return false;
   const Lru::iterator it = found->second;
   const std::filesystem::path p = file_of(q.key);
   scratch_.resize(static_cast<size_t>(it->file_bytes) + 1);  // one more: a grown file shows

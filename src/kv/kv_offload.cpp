@@ -84,10 +84,10 @@ void KvOffload::host_insert(HostEntry entry) {
 }
 
 void KvOffload::store_evicted(const PrefixBlockInfo& info, BlockId block) {
-  const KvTierQuery q{info.key, info.parent_key, info.first, info.salt, info.tokens};
+  const KvTierQuery& q = info;
   if (has_host()) {
     if (auto it = host_index_.find(info.key); it != host_index_.end()) {
-      if (q.matched_by(it->second->id)) {
+      if (it->second->id.matches(q)) {
         host_.splice(host_.begin(), host_, it->second);
         return;
       }
@@ -112,7 +112,7 @@ void KvOffload::store_evicted(const PrefixBlockInfo& info, BlockId block) {
 
 void KvOffload::store_on_disk(const PrefixBlockInfo& info, BlockId block) {
   if (!disk_) return;
-  if (disk_->contains({info.key, info.parent_key, info.first, info.salt, info.tokens})) {
+  if (disk_->contains(info)) {
     disk_->touch(info.key);
     return;
   }
@@ -121,7 +121,7 @@ void KvOffload::store_on_disk(const PrefixBlockInfo& info, BlockId block) {
 }
 
 KvTier KvOffload::find(const KvTierQuery& q) const {
-  if (auto it = host_index_.find(q.key); it != host_index_.end() && q.matched_by(it->second->id)) {
+  if (auto it = host_index_.find(q.key); it != host_index_.end() && it->second->id.matches(q)) {
     return KvTier::kHost;
   }
   if (disk_ && disk_->contains(q)) return KvTier::kDisk;
@@ -130,7 +130,7 @@ KvTier KvOffload::find(const KvTierQuery& q) const {
 
 bool KvOffload::load(const KvTierQuery& q, BlockId block) {
   const auto start = std::chrono::steady_clock::now();
-  if (auto it = host_index_.find(q.key); it != host_index_.end() && q.matched_by(it->second->id)) {
+  if (auto it = host_index_.find(q.key); it != host_index_.end() && it->second->id.matches(q)) {
     // It stays in the host tier too: when the pool evicts it again, nothing is copied.
     io_.load_block(block, it->second->bytes);
     host_.splice(host_.begin(), host_, it->second);

@@ -31,26 +31,16 @@ struct KvTierBlockId {
     return {info.key, info.parent_key, info.first, std::string(info.salt),
             std::vector<int32_t>(info.tokens.begin(), info.tokens.end())};
   }
-  // The block that follows a chain ending in `parent_key` (ignored for a first block) and
-  // holds exactly `tokens` under `salt`.
-  bool matches(const PrefixKey& want_key, const PrefixKey& want_parent, bool want_first,
-               std::string_view want_salt, std::span<const int32_t> want_tokens) const {
-    if (!(key == want_key) || first != want_first) return false;
-    if (first ? salt != want_salt : !(parent_key == want_parent)) return false;
-    return std::equal(tokens.begin(), tokens.end(), want_tokens.begin(), want_tokens.end());
+  // The block a lookup asks for: the same key, first-block flag and token ids, and the same
+  // parent key (a later block) or salt (a first block).
+  bool matches(const PrefixBlockInfo& q) const {
+    if (!(key == q.key) || first != q.first) return false;
+    if (first ? salt != q.salt : !(parent_key == q.parent_key)) return false;
+    return std::equal(tokens.begin(), tokens.end(), q.tokens.begin(), q.tokens.end());
   }
 };
 
 // What a lookup asks for: a block's identity as views.
-struct KvTierQuery {
-  PrefixKey key;
-  PrefixKey parent_key;
-  bool first = false;
-  std::string_view salt;
-  std::span<const int32_t> tokens;
-  bool matched_by(const KvTierBlockId& id) const {
-    return id.matches(key, parent_key, first, salt, tokens);
-  }
-};
+using KvTierQuery = PrefixBlockInfo;
 
 }  // namespace tally
