@@ -21,6 +21,7 @@ struct PlanArgs {
   std::string weights;  // empty = the model's own
   KvTypeFlags kv_type;
   std::string memory;   // empty = no budget
+  std::string kv_offload_memory = "0";  // the host offload tier, as serve's flag
   plan::PlanOptions options;
   bool json = false;
   bool list = false;
@@ -46,6 +47,9 @@ int run_plan(PlanArgs args) {
     if (!m.ok()) return report_error(m.status().with_context("--memory"));
     args.options.budget = *m;
   }
+  auto offload = plan::parse_memory_size(args.kv_offload_memory);
+  if (!offload.ok()) return report_error(offload.status().with_context("--kv-offload-memory"));
+  args.options.kv_offload_host_bytes = *offload;
   auto p = plan::compute_plan(*model, args.options);
   if (!p.ok()) return report_error(p.status());
   if (args.json) {
@@ -80,6 +84,10 @@ Runner add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0, static_cast<int>(kMaxSpeculativeTokens)));
   app.add_option("--memory", args->memory, "Memory budget per rank, e.g. 80GiB, 24GB, 512MiB");
+  app.add_option("--kv-offload-memory", args->kv_offload_memory,
+                 "Host RAM for the KV offload tier below the pool, as serve's flag (counted "
+                 "whole blocks); 0 = none")
+      ->capture_default_str();
   app.add_flag("--json", args->json, "Print JSON instead of a table");
   app.add_flag("--list", args->list, "List the model presets");
   return [args] { return run_plan(*args); };

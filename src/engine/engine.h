@@ -38,6 +38,11 @@ struct EngineConfig {
   int32_t max_waiting = 1024;       // queue limit: submit() answers ResourceExhausted past it
   bool static_batching = false;     // the classic baseline (--scheduler static)
   bool prefix_cache = true;         // reuse computed full KV blocks (--no-prefix-cache)
+  // Offload tiers below the KV pool (docs/prefix_cache.md; need the prefix cache).
+  int64_t kv_offload_memory = 0;    // bytes of host RAM for evicted blocks; 0 = none
+  std::string kv_offload_dir;       // disk tier directory; empty = none
+  int64_t kv_offload_disk = 0;      // bytes the disk tier may hold (with kv_offload_dir)
+  bool swap_preemption = false;     // --preemption-mode swap: preempted blocks to the host tier
   SpecConfig spec;                  // speculative decoding (--speculative, docs/speculative.md)
 };
 

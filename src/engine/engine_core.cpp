@@ -24,6 +24,7 @@ SchedulerConfig scheduler_config(const EngineConfig& c, const EngineSizing& s) {
   sc.kv.n_blocks = s.n_blocks;
   sc.kv.block_size = c.block_size;
   sc.kv.enable_prefix_cache = c.prefix_cache;
+  sc.swap_preemption = c.swap_preemption;
   sc.spec = c.spec;
   return sc;
 }
@@ -87,8 +88,11 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& confi
                                                              *tokenizer, model->config(),
                                                              draft_config(config, sizing)));
   }
-  return std::make_unique<EngineCore>(config, std::move(model), std::move(tokenizer), sizing,
-                                      std::move(scheduler), std::move(runner), std::move(drafter));
+  auto core = std::make_unique<EngineCore>(config, std::move(model), std::move(tokenizer), sizing,
+                                           std::move(scheduler), std::move(runner),
+                                           std::move(drafter));
+  TALLY_RETURN_IF_ERROR(core->attach_offload());
+  return core;
 }
 
 EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
@@ -144,6 +148,13 @@ void EngineCore::build_ledger(const EngineSizing& sizing) {
     ledger_.draft_kv_bytes = d.kv;
     ledger_.draft_buffer_bytes = d.buffers;
   }
+  const int64_t block_bytes = runner_->kv().shape().bytes_per_block();
+  ledger_.kv_offload_bytes =
+      KvOffload::host_blocks_for(config_.kv_offload_memory, block_bytes, config_.block_size) *
+      KvOffload::host_entry_bytes(block_bytes, config_.block_size);
+  TALLY_CHECK(ledger_.kv_offload_bytes == sizing.plan.kv_offload_bytes,
+              "engine: a host offload tier of {} B, but the plan's is {} B",
+              ledger_.kv_offload_bytes, sizing.plan.kv_offload_bytes);
 }
 
 void EngineCore::log_ledger() const {
@@ -226,6 +237,7 @@ void EngineCore::publish_metrics() {
   m.kv_utilization = st.kv_utilization();
   m.prefix_cache_queries_total = st.prefix_cache_queries;
   m.prefix_cache_hits_total = st.prefix_cache_hits;
+  if (offload_) m.kv_offload = offload_->stats();
   m.spec_positions = config_.static_batching ? 0 : sched_config_.spec.draft_positions();
   m.spec_decode = spec_;
   {

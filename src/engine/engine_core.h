@@ -24,6 +24,7 @@
 #include "base/thread_pool.h"
 #include "engine/draft_model_runner.h"
 #include "engine/engine.h"
+#include "engine/engine_offload.h"
 #include "engine/engine_sizing.h"
 #include "engine/request_state.h"
 #include "model/model.h"
@@ -92,6 +93,11 @@ class EngineCore {
   };
 
   void build_ledger(const EngineSizing& sizing);
+  // engine_offload.cpp: creates the offload tiers the config asks for and hands them to the
+  // scheduler's KV manager (kIo when the disk tier's directory cannot be made).
+  Status attach_offload();
+  // Tells the tiers how fast this step's forward computed its tokens (recompute rate).
+  void note_forward_rate(double seconds);
   void log_ledger() const;
 
   // engine_draft.cpp: the batch, with the draft model's proposals when it has one.
@@ -147,6 +153,9 @@ class EngineCore {
   int64_t prompt_tokens_total_ = 0;
   int64_t generation_tokens_total_ = 0;
   SpecDecodeCounters spec_;
+  // The offload tiers (null without): io_ reads and writes runner_'s KV storage.
+  std::unique_ptr<KvStorageBlockIo> offload_io_;
+  std::unique_ptr<KvOffload> offload_;
 
   std::function<void(const EngineMetrics&)> on_publish_;
   mutable std::mutex metrics_mu_;

@@ -37,6 +37,20 @@ void engine_flags_add(CLI::App& app, EngineFlags& flags) {
       ->capture_default_str();
   app.add_flag("--no-prefix-cache", flags.no_prefix_cache,
                "Compute every prompt in full: no reuse of cached KV blocks between requests");
+  app.add_option("--kv-offload-memory", flags.kv_offload_memory,
+                 "Host RAM for KV blocks the pool evicts, e.g. 4GiB: a prefix hit there is "
+                 "copied back instead of recomputed; 0 = none (docs/prefix_cache.md)")
+      ->capture_default_str();
+  app.add_option("--kv-offload-dir", e.kv_offload_dir,
+                 "Directory for a disk tier below the host tier (one file per block; reused "
+                 "by a restart with the same model and KV type); needs --kv-offload-disk");
+  app.add_option("--kv-offload-disk", flags.kv_offload_disk,
+                 "Bytes the disk tier may hold, e.g. 20GiB; 0 = none")
+      ->capture_default_str();
+  app.add_option("--preemption-mode", flags.preemption_mode,
+                 "recompute (a preempted request's blocks stay in the pool's LRU) or swap (they "
+                 "are also copied to the host tier; needs --kv-offload-memory)")
+      ->capture_default_str();
   spec_flags_add(app, flags.spec);
 }
 
@@ -115,6 +129,15 @@ Result<EngineConfig> engine_flags_to_config(const EngineFlags& flags) {
   }
   e.static_batching = flags.scheduler == "static";
   e.prefix_cache = !flags.no_prefix_cache;
+  TALLY_ASSIGN_OR_RETURN(e.kv_offload_memory,
+                         parse_size(flags.kv_offload_memory, "--kv-offload-memory"));
+  TALLY_ASSIGN_OR_RETURN(e.kv_offload_disk, parse_size(flags.kv_offload_disk, "--kv-offload-disk"));
+  if (flags.preemption_mode != "recompute" && flags.preemption_mode != "swap") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--preemption-mode must be recompute or swap, got '{}'",
+                      flags.preemption_mode);
+  }
+  e.swap_preemption = flags.preemption_mode == "swap";
   TALLY_ASSIGN_OR_RETURN(e.spec, spec_flags_to_config(flags.spec));
   return e;
 }

@@ -48,6 +48,9 @@ struct EngineFlags {
   std::string memory_budget = "0";    // a memory size ("8GiB"); 0 = no budget
   std::string scheduler = "continuous";
   bool no_prefix_cache = false;
+  std::string kv_offload_memory = "0";  // a memory size; 0 = no host tier
+  std::string kv_offload_disk = "0";    // a memory size; 0 = no disk tier
+  std::string preemption_mode = "recompute";
   SpecFlags spec;
 };
 
@@ -58,8 +61,9 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags);
 Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags);
 
 // Adds -t/--threads, --max-batched-tokens, --max-seqs, --max-model-len, --block-size,
-// --kv-type(-k/-v), --kv-cache-memory, --memory-budget, --scheduler, --no-prefix-cache and
-// the speculative-decoding flags, bound to `flags` (which must outlive the parse).
+// --kv-type(-k/-v), --kv-cache-memory, --memory-budget, --scheduler, --no-prefix-cache, the
+// offload flags (--kv-offload-memory/-dir/-disk, --preemption-mode) and the
+// speculative-decoding flags, bound to `flags` (which must outlive the parse).
 void engine_flags_add(CLI::App& app, EngineFlags& flags);
 
 // `flags.config` with the texts converted. InvalidArgument / Unsupported naming the flag:

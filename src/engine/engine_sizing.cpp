@@ -9,6 +9,25 @@ namespace tally {
 
 namespace {
 
+Status check_offload_config(const EngineConfig& c) {
+  const bool tiers = c.kv_offload_memory > 0 || !c.kv_offload_dir.empty() || c.kv_offload_disk > 0;
+  if (tiers && (!c.prefix_cache || c.static_batching)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "engine: the KV offload tiers hold prefix-cache blocks: they need the "
+                      "prefix cache and the continuous scheduler");
+  }
+  if (c.kv_offload_dir.empty() != (c.kv_offload_disk == 0)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "engine: --kv-offload-dir and --kv-offload-disk go together (got '{}' and "
+                      "{} bytes)", c.kv_offload_dir, c.kv_offload_disk);
+  }
+  if (c.swap_preemption && c.kv_offload_memory == 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "engine: --preemption-mode swap needs a host tier (--kv-offload-memory)");
+  }
+  return Status::ok_status();
+}
+
 Status check_config(const EngineConfig& c) {
   auto at_least = [](int64_t v, int64_t lo, const char* name) -> Status {
     if (v >= lo) return Status::ok_status();
@@ -22,6 +41,9 @@ Status check_config(const EngineConfig& c) {
   TALLY_RETURN_IF_ERROR(at_least(c.kv_cache_memory, 0, "kv_cache_memory"));
   TALLY_RETURN_IF_ERROR(at_least(c.memory_budget, 0, "memory_budget"));
   TALLY_RETURN_IF_ERROR(at_least(c.max_waiting, 1, "max_waiting"));
+  TALLY_RETURN_IF_ERROR(at_least(c.kv_offload_memory, 0, "kv_offload_memory"));
+  TALLY_RETURN_IF_ERROR(at_least(c.kv_offload_disk, 0, "kv_offload_disk"));
+  TALLY_RETURN_IF_ERROR(check_offload_config(c));
   if (Status st = kv_types_supported(c.kv_type); !st.ok())
     return make_error(ErrorCode::kInvalidArgument, "engine: {}", st.message());
   return c.spec.validate();
@@ -37,6 +59,7 @@ plan::PlanOptions engine_plan_options(const EngineConfig& config, int32_t max_mo
   o.block_size = config.block_size;
   o.batch_tokens = config.max_batched_tokens;
   o.draft_tokens = config.spec.draft_positions();
+  o.kv_offload_host_bytes = config.kv_offload_memory;
   if (config.memory_budget > 0) o.budget = config.memory_budget;
   return o;
 }

@@ -16,7 +16,11 @@ void EngineCore::step() {
   sched_.schedule(out_);
   note_scheduled(EngineClock::now());
   Status st = prepare_batch();
-  if (st.ok()) st = runner_->forward(pool_);
+  if (st.ok()) {
+    const auto forward_start = EngineClock::now();
+    st = runner_->forward(pool_);
+    note_forward_rate(std::chrono::duration<double>(EngineClock::now() - forward_start).count());
+  }
   if (st.ok()) {
     verify_slots();
   } else {

@@ -13,6 +13,7 @@
 #include "sampling/sampling_params.h"
 #include "sched/ngram_draft.h"
 #include "sched/request.h"
+#include "kv/kv_offload.h"
 #include "tensor/kv_types.h"
 
 namespace tally {
@@ -104,6 +105,7 @@ struct EngineMetrics {
   // Prefix cache, in tokens, counted at each admission: looked up and found cached.
   int64_t prefix_cache_queries_total = 0;
   int64_t prefix_cache_hits_total = 0;
+  KvOffloadStats kv_offload;   // the offload tiers' counters, per tier (zero without tiers)
   // Speculation: positions in use (num_speculative_tokens; 0 when off) and the counters.
   int32_t spec_positions = 0;
   SpecDecodeCounters spec_decode;
@@ -127,9 +129,10 @@ struct MemoryLedger {
   int64_t draft_kv_bytes = 0;
   int64_t draft_buffer_bytes = 0;
   int64_t draft_bytes() const { return draft_weight_bytes + draft_kv_bytes + draft_buffer_bytes; }
+  int64_t kv_offload_bytes = 0;       // the host offload tier's whole blocks (at most)
   int64_t total() const {
     return weight_bytes_mapped + weight_bytes_owned + activation_bytes + kv_bytes + other_bytes +
-           draft_bytes();
+           draft_bytes() + kv_offload_bytes;
   }
 };
 

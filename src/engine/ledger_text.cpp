@@ -16,6 +16,10 @@ std::string format_ledger(const MemoryLedger& l, const std::string& indent) {
   s += fmt::format("{}kv cache  {} = {} blocks x {} tokens = {} tokens x {}\n", indent,
                    format_bytes(l.kv_bytes), l.kv_blocks, l.block_size, l.token_capacity,
                    format_bytes(l.kv_bytes_per_token));
+  if (l.kv_offload_bytes > 0) {
+    s += fmt::format("{}kv host   {} (offload tier, filled as the pool evicts)\n", indent,
+                     format_bytes(l.kv_offload_bytes));
+  }
   s += fmt::format("{}other     {}\n", indent, format_bytes(l.other_bytes));
   if (l.draft_bytes() > 0) {
     s += fmt::format("{}draft     {} ({} weights + {} kv cache + {} buffers)\n", indent,

@@ -38,7 +38,10 @@ BlockId KvCacheManager::take_block() {
   // holds may get here.
   TALLY_DCHECK(pool_.ref_count(block) == 0, "kv: evicting block {} held {} times", block,
                pool_.ref_count(block));
-  if (prefix_) prefix_->erase(block);
+  if (prefix_ && prefix_->contains(block)) {
+    if (offload_) offload_->store_evicted(prefix_->info_of(block), block);
+    prefix_->erase(block);
+  }
   return *pool_.alloc();
 }
 
@@ -66,11 +69,64 @@ void KvCacheManager::match_prefix(std::span<const int32_t> tokens, std::string_v
     if (hit == kNoBlock) {
       match.next_key = key;
       match.has_next = true;
+      if (offload_ && i < max_blocks) match_tiers(tokens, salt, i, max_blocks, chain.key, match);
       break;
     }
     match.blocks.push_back(hit);
     match.n_evictable += pool_.ref_count(hit) == 0 ? 1 : 0;
     chain = prefix_->chain_of(hit);
+  }
+}
+
+void KvCacheManager::match_tiers(std::span<const int32_t> tokens, std::string_view salt,
+                                 int32_t first, int32_t max_blocks, PrefixKey parent_key,
+                                 PrefixMatch& match) const {
+  // The chain goes on by key alone: a tier block's pool serial is gone (kOffloadedSerial).
+  const int32_t n_full_all = static_cast<int32_t>(tokens.size()) / block_size_;
+  const int32_t n_full = std::min(n_full_all, max_blocks);
+  auto block_tokens = [&](int32_t i) {
+    return tokens.subspan(static_cast<size_t>(i) * block_size_, static_cast<size_t>(block_size_));
+  };
+  int32_t n_host = 0;
+  PrefixKey key = match.next_key;  // the first block's, computed by match_prefix
+  int32_t i = first;
+  for (; i < n_full; ++i) {
+    if (i > first) key = prefix_->key_of({parent_key, kOffloadedSerial}, salt, block_tokens(i));
+    const KvTier tier = offload_->find({key, parent_key, i == 0, salt, block_tokens(i)});
+    if (tier == KvTier::kNone) break;
+    match.tier_keys.push_back(key);
+    n_host += tier == KvTier::kHost ? 1 : 0;
+    parent_key = key;
+  }
+  const auto n_hits = static_cast<int32_t>(match.tier_keys.size());
+  if (n_hits == 0) return;
+  if (!offload_->worth_loading(n_host, n_hits - n_host)) {
+    match.n_tier_skipped = n_hits;
+    match.tier_keys.clear();
+    return;  // next_key stays the first tier block's
+  }
+  match.n_evictable += n_hits;
+  if (i < n_full) {
+    match.next_key = key;  // the block that missed
+  } else if (i < n_full_all) {
+    match.next_key = prefix_->key_of({parent_key, kOffloadedSerial}, salt, block_tokens(i));
+  } else {
+    match.has_next = false;
+  }
+}
+
+void KvCacheManager::set_offload(KvOffload* offload) {
+  TALLY_CHECK(offload == nullptr || prefix_, "kv: offload tiers need the prefix cache");
+  offload_ = offload;
+}
+
+void KvCacheManager::offload_sequence(SeqId seq) {
+  if (!offload_) return;
+  const Seq& s = get(seq);
+  for (int32_t i = 0; i < s.n_cached_blocks; ++i) {
+    if (prefix_->contains(s.blocks[i])) {
+      offload_->store_copy(prefix_->info_of(s.blocks[i]), s.blocks[i]);
+    }
   }
 }
 
@@ -84,7 +140,8 @@ bool KvCacheManager::next_uncached_key(SeqId seq, std::span<const int32_t> token
   return true;
 }
 
-void KvCacheManager::adopt_prefix(SeqId seq, const PrefixMatch& match) {
+int32_t KvCacheManager::adopt_prefix(SeqId seq, const PrefixMatch& match,
+                                     std::span<const int32_t> tokens, std::string_view salt) {
   TALLY_CHECK(!contains(seq), "kv: prefix adopted by existing sequence {}", seq);
   TALLY_CHECK(match.n_evictable <= pool_.n_free(), "kv: {} cached blocks to revive, {} free",
               match.n_evictable, pool_.n_free());
@@ -97,10 +154,38 @@ void KvCacheManager::adopt_prefix(SeqId seq, const PrefixMatch& match) {
     }
     s.blocks.push_back(b);
   }
-  s.n_cached_blocks = static_cast<int32_t>(match.blocks.size());
   if (!match.blocks.empty()) s.chain = prefix_->chain_of(match.blocks.back());
+  if (offload_) offload_->note_skipped(match.n_tier_skipped);
+  if (!match.tier_keys.empty()) adopt_from_tiers(s, match, tokens, salt);
+  s.n_cached_blocks = static_cast<int32_t>(s.blocks.size());
   s.n_tokens = s.n_cached_blocks * block_size_;
   n_seq_tokens_ += s.n_tokens;
+  return s.n_tokens;
+}
+
+void KvCacheManager::adopt_from_tiers(Seq& s, const PrefixMatch& match,
+                                      std::span<const int32_t> tokens, std::string_view salt) {
+  // Pinned: the evictions the loads cause (pool blocks copied down into a full host tier)
+  // push out other blocks than these.
+  for (const PrefixKey& key : match.tier_keys) offload_->pin(key);
+  load_tier_blocks(s, match, tokens, salt);
+  offload_->unpin_all();
+}
+
+void KvCacheManager::load_tier_blocks(Seq& s, const PrefixMatch& match,
+                                      std::span<const int32_t> tokens, std::string_view salt) {
+  for (const PrefixKey& key : match.tier_keys) {
+    const auto i = static_cast<int32_t>(s.blocks.size());
+    const auto block_tokens = tokens.subspan(static_cast<size_t>(i) * block_size_,
+                                             static_cast<size_t>(block_size_));
+    const BlockId b = take_block();
+    if (!offload_->load({key, s.chain.key, i == 0, salt, block_tokens}, b)) {
+      pool_.unref(b, FreeEnd::kHead);  // gone or damaged: computed instead, from here on
+      return;
+    }
+    s.blocks.push_back(b);
+    s.chain = prefix_->insert(b, key, s.chain, salt, block_tokens);
+  }
 }
 
 void KvCacheManager::cache_full_blocks(SeqId seq, std::span<const int32_t> tokens,

@@ -15,6 +15,10 @@
 // reuses empty blocks first and then evicts cached ones least recently used first; a sequence
 // frees its last block first, so a prompt's tail is evicted before its head.
 //
+// Offload tiers (set_offload, with the prefix cache): a cached block the pool reuses is first
+// copied down (kv/kv_offload.h); match_prefix continues in the tiers where the pool misses,
+// and adopt_prefix copies those blocks back into pool blocks (and indexes them again).
+//
 // Watermark: admitting a NEW sequence must leave watermark_blocks() free, so that sequences
 // already running can still grow without being preempted at once (can_admit()).
 //
@@ -28,8 +32,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/check.h"
 #include "base/status.h"
 #include "kv/block_pool.h"
+#include "kv/kv_offload.h"
 #include "kv/prefix_cache.h"
 
 namespace tally {
@@ -43,17 +49,25 @@ struct KvCacheConfig {
   bool enable_prefix_cache = false;  // index full blocks for reuse (see above)
 };
 
-// The longest cached run of full blocks at the start of some tokens.
+// The longest cached run of full blocks at the start of some tokens: first in the pool, then
+// in the offload tiers.
 struct PrefixMatch {
-  std::vector<BlockId> blocks;  // logical order
-  int32_t n_evictable = 0;      // of them, blocks nobody holds: adopting them takes free blocks
+  std::vector<BlockId> blocks;  // logical order: the pool's hits
+  // The tier hits after them (logical blocks blocks.size() ...), by key: each is copied into
+  // a free pool block on adoption.
+  std::vector<PrefixKey> tier_keys;
+  int32_t n_evictable = 0;  // free blocks adopting takes: pool hits nobody holds + tier hits
+  int32_t n_tier_skipped = 0;  // tier hits left out: recomputing them was estimated faster
   // The key of the first full block past the match (has_next), the one a sequence starting
   // with these blocks computes first: two requests with the same next key share that block.
   PrefixKey next_key;
   bool has_next = false;
+  int32_t n_blocks() const { return static_cast<int32_t>(blocks.size() + tier_keys.size()); }
   void clear() {
     blocks.clear();
+    tier_keys.clear();
     n_evictable = 0;
+    n_tier_skipped = 0;
     has_next = false;
   }
 };
@@ -115,9 +129,22 @@ class KvCacheManager {
   bool prefix_caching() const { return prefix_.has_value(); }
   void match_prefix(std::span<const int32_t> tokens, std::string_view salt, int32_t max_blocks,
                     PrefixMatch& match) const;
-  // Creates `seq` holding the matched blocks as its first tokens (match.blocks.size() *
-  // block_size of them). The caller checked that match.n_evictable blocks are free.
-  void adopt_prefix(SeqId seq, const PrefixMatch& match);
+  // Creates `seq` holding the matched blocks as its first tokens, copying the tier hits back
+  // into pool blocks (`tokens` and `salt` are the ones matched). The caller checked that
+  // match.n_evictable blocks are free. Returns the tokens adopted: match.n_blocks() *
+  // block_size, fewer when a tier block turned out gone or damaged (the rest is computed).
+  int32_t adopt_prefix(SeqId seq, const PrefixMatch& match, std::span<const int32_t> tokens,
+                       std::string_view salt);
+  // A match with no tier hits needs no tokens (tests).
+  int32_t adopt_prefix(SeqId seq, const PrefixMatch& match) {
+    TALLY_CHECK(match.tier_keys.empty(), "kv: tier hits adopted without their tokens");
+    return adopt_prefix(seq, match, {}, {});
+  }
+  // The offload tiers (not owned; they outlive this manager). Needs the prefix cache.
+  void set_offload(KvOffload* offload);
+  // Swap preemption: copies the sequence's cached blocks to the offload tiers now (they stay
+  // in the pool until evicted). No-op without tiers.
+  void offload_sequence(SeqId seq);
   // Indexes the full blocks among the first tokens.size() tokens of `seq`, whose KV is
   // computed (`tokens` are those tokens, `salt` the request's). No-op when caching is off.
   void cache_full_blocks(SeqId seq, std::span<const int32_t> tokens, std::string_view salt);
@@ -154,8 +181,18 @@ class KvCacheManager {
   BlockId take_block();
   void release_block(BlockId block);
 
+  // match_prefix's part below the pool: the tier hits from logical block `first` on.
+  void match_tiers(std::span<const int32_t> tokens, std::string_view salt, int32_t first,
+                   int32_t max_blocks, PrefixKey parent_key, PrefixMatch& match) const;
+  // adopt_prefix's part below the pool: loads the tier hits into new pool blocks of `s`.
+  void adopt_from_tiers(Seq& s, const PrefixMatch& match, std::span<const int32_t> tokens,
+                        std::string_view salt);
+  void load_tier_blocks(Seq& s, const PrefixMatch& match, std::span<const int32_t> tokens,
+                        std::string_view salt);
+
   BlockPool pool_;
   std::optional<PrefixCache> prefix_;  // set when prefix caching is on
+  KvOffload* offload_ = nullptr;       // set_offload()
   int32_t block_size_;
   int32_t watermark_blocks_;
   std::unordered_map<SeqId, Seq> seqs_;

@@ -28,6 +28,7 @@ PrefixCache::PrefixCache(int32_t n_blocks, int32_t block_size)
       key_(n_blocks),
       serial_(n_blocks, 0),
       parent_serial_(n_blocks, 0),
+      parent_key_(n_blocks),
       salt_(n_blocks),
       tokens_(static_cast<size_t>(n_blocks) * block_size, 0) {
   index_.reserve(static_cast<size_t>(n_blocks));
@@ -85,6 +86,7 @@ PrefixChain PrefixCache::insert(BlockId block, const PrefixKey& key, const Prefi
   key_[block] = key;
   serial_[block] = next_serial_++;
   parent_serial_[block] = parent.serial;
+  parent_key_[block] = parent.serial == 0 ? PrefixKey{} : parent.key;
   if (parent.serial == 0) salt_[block].assign(salt);
   std::copy(tokens.begin(), tokens.end(),
             tokens_.begin() + static_cast<ptrdiff_t>(block) * block_size_);
@@ -95,6 +97,13 @@ PrefixChain PrefixCache::insert(BlockId block, const PrefixKey& key, const Prefi
 PrefixChain PrefixCache::chain_of(BlockId block) const {
   TALLY_DCHECK(contains(block), "prefix cache: block {} is not indexed", block);
   return {key_[block], serial_[block]};
+}
+
+PrefixBlockInfo PrefixCache::info_of(BlockId block) const {
+  TALLY_DCHECK(contains(block), "prefix cache: block {} is not indexed", block);
+  const bool first = parent_serial_[block] == 0;
+  return {key_[block], parent_key_[block], first, first ? std::string_view(salt_[block]) : "",
+          tokens_of(block)};
 }
 
 void PrefixCache::erase(BlockId block) {

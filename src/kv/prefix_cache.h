@@ -48,6 +48,20 @@ struct PrefixChain {
   uint64_t serial = 0;
 };
 
+// A serial no pool block ever gets: the chain of a block found in an offload tier (its key
+// is known, its serial died with its pool block), so no pool block matches as its child.
+inline constexpr uint64_t kOffloadedSerial = ~uint64_t{0};
+
+// What identifies an indexed block's contents outside the pool (kv/kv_offload.h): its key,
+// its parent's key (zero for a first block), its salt (first blocks) and its token ids.
+struct PrefixBlockInfo {
+  PrefixKey key;
+  PrefixKey parent_key;
+  bool first = false;
+  std::string_view salt;
+  std::span<const int32_t> tokens;
+};
+
 class PrefixCache {
  public:
   PrefixCache(int32_t n_blocks, int32_t block_size);
@@ -55,7 +69,7 @@ class PrefixCache {
   // hash nodes come and go with cached blocks and are not counted).
   static int64_t bytes_for(int32_t n_blocks, int32_t block_size) {
     return int64_t{n_blocks} *
-           static_cast<int64_t>(sizeof(PrefixKey) + 2 * sizeof(uint64_t) + sizeof(std::string) +
+           static_cast<int64_t>(2 * sizeof(PrefixKey) + 2 * sizeof(uint64_t) + sizeof(std::string) +
                                 static_cast<size_t>(block_size) * sizeof(int32_t));
   }
 
@@ -73,6 +87,8 @@ class PrefixCache {
                      std::string_view salt, std::span<const int32_t> tokens);
   // The chain through an indexed block.
   PrefixChain chain_of(BlockId block) const;
+  // An indexed block's identity, valid until the index changes.
+  PrefixBlockInfo info_of(BlockId block) const;
   // `block` is about to receive other contents: forget it (no-op when not indexed).
   void erase(BlockId block);
   bool contains(BlockId block) const { return serial_[block] != 0; }
@@ -94,6 +110,7 @@ class PrefixCache {
   std::vector<PrefixKey> key_;           // [n_blocks]
   std::vector<uint64_t> serial_;         // [n_blocks] 0 = not indexed
   std::vector<uint64_t> parent_serial_;  // [n_blocks] 0 = a first block
+  std::vector<PrefixKey> parent_key_;    // [n_blocks] the parent's key (offload tiers)
   std::vector<std::string> salt_;        // [n_blocks] first blocks only
   std::vector<int32_t> tokens_;          // [n_blocks][block_size]
   uint64_t next_serial_ = 1;

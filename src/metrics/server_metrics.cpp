@@ -36,6 +36,7 @@ ServerMetrics::ServerMetrics(ServerMetricsOptions options)
   const std::vector<std::string> labels = {"model_name", "engine"};
   register_engine_metrics(labels);
   register_spec_metrics(labels);
+  register_offload_metrics(labels);
   register_request_metrics(labels, options.max_model_len);
   register_info_metrics(options);
   registry_.add_collect_hook([this] {
@@ -247,6 +248,7 @@ void ServerMetrics::set_engine_snapshot(const EngineMetrics& snapshot) {
   prompt_tokens_->advance_to(static_cast<double>(snapshot.prompt_tokens_total));
   generation_tokens_->advance_to(static_cast<double>(snapshot.generation_tokens_total));
   set_spec_snapshot(snapshot);
+  set_offload_snapshot(snapshot);
 }
 
 void ServerMetrics::set_snapshot_source(std::function<EngineMetrics()> source) {

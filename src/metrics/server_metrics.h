@@ -90,6 +90,9 @@ class ServerMetrics {
   void register_info_metrics(const ServerMetricsOptions& options);
   void register_spec_metrics(const std::vector<std::string>& labels);
   void set_spec_snapshot(const EngineMetrics& snapshot);
+  // offload_metrics.cpp: the KV offload tiers, one child per tier (host, disk).
+  void register_offload_metrics(const std::vector<std::string>& labels);
+  void set_offload_snapshot(const EngineMetrics& snapshot);
 
   Registry registry_;
   Registry process_registry_{""};  // process_* metrics keep their standard, unprefixed names
@@ -108,6 +111,17 @@ class ServerMetrics {
   Counter* generation_tokens_ = nullptr;
   // Speculative decoding (vLLM's spec_decode_* counters); per position, children are made
   // when a snapshot first reports speculation on.
+  struct OffloadTierMetrics {
+    Counter* hits = nullptr;       // blocks loaded back
+    Counter* hit_bytes = nullptr;  // their KV bytes
+    Counter* stores = nullptr;     // blocks copied down into the tier
+    Gauge* blocks = nullptr;       // blocks held now
+    Gauge* bytes = nullptr;        // bytes held now
+  };
+  OffloadTierMetrics offload_host_;
+  OffloadTierMetrics offload_disk_;
+  Counter* offload_disk_errors_ = nullptr;
+  Counter* offload_skipped_ = nullptr;
   Counter* spec_drafts_ = nullptr;
   Counter* spec_draft_tokens_ = nullptr;
   Counter* spec_accepted_tokens_ = nullptr;

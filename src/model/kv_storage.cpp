@@ -93,4 +93,34 @@ void KvStorage::copy_block(int64_t src_block, int64_t dst_block) {
   }
 }
 
+void KvStorage::save_block(int64_t block, std::span<std::byte> out) const {
+  TALLY_CHECK(block >= 0 && block < shape_.n_blocks &&
+                  static_cast<int64_t>(out.size()) == shape_.bytes_per_block(),
+              "kv save_block: block {} of {}, {} bytes (a block is {})", block, shape_.n_blocks,
+              out.size(), shape_.bytes_per_block());
+  std::byte* at = out.data();
+  for (int64_t l = 0; l < shape_.n_layers; ++l) {
+    for (auto [base, slot_bytes] : {std::pair{k_bytes(l), k_slot_bytes_}, std::pair{v_bytes(l), v_slot_bytes_}}) {
+      const int64_t block_bytes = shape_.block_size * slot_bytes;  // one layer, K or V
+      std::memcpy(at, base + block * block_bytes, static_cast<size_t>(block_bytes));
+      at += block_bytes;
+    }
+  }
+}
+
+void KvStorage::load_block(int64_t block, std::span<const std::byte> in) {
+  TALLY_CHECK(block >= 0 && block < shape_.n_blocks &&
+                  static_cast<int64_t>(in.size()) == shape_.bytes_per_block(),
+              "kv load_block: block {} of {}, {} bytes (a block is {})", block, shape_.n_blocks,
+              in.size(), shape_.bytes_per_block());
+  const std::byte* at = in.data();
+  for (int64_t l = 0; l < shape_.n_layers; ++l) {
+    for (auto [base, slot_bytes] : {std::pair{k_bytes(l), k_slot_bytes_}, std::pair{v_bytes(l), v_slot_bytes_}}) {
+      const int64_t block_bytes = shape_.block_size * slot_bytes;
+      std::memcpy(base + block * block_bytes, at, static_cast<size_t>(block_bytes));
+      at += block_bytes;
+    }
+  }
+}
+
 }  // namespace tally

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -89,6 +90,10 @@ class KvStorage {
   // [0, n_blocks), checked). The engine's runner does the copies the block allocator reports
   // (kv::BlockCopy), in order, before the step's forward.
   void copy_block(int64_t src_block, int64_t dst_block);
+  // The offload tiers (kv/kv_offload.h): one block's K and V of every layer as bytes_per_block()
+  // bytes, layer by layer, K before V; load_block writes back what save_block read.
+  void save_block(int64_t block, std::span<std::byte> out) const;
+  void load_block(int64_t block, std::span<const std::byte> in);
 
  private:
   KvStorage(const KvStorageShape& shape, HugePageBuffer data, const Backend& backend);

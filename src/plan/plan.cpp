@@ -33,6 +33,8 @@ Status validate_options(const PlanModel& m, const PlanOptions& o) {
   TALLY_RETURN_IF_ERROR(check_range("block size", o.block_size, 1, kMaxBlockSize));
   TALLY_RETURN_IF_ERROR(check_range("batch tokens", o.batch_tokens, 1, kMaxBatchTokens));
   TALLY_RETURN_IF_ERROR(check_range("overhead bytes", o.overhead_bytes, 0, INT64_MAX / 4));
+  TALLY_RETURN_IF_ERROR(
+      check_range("kv offload host bytes", o.kv_offload_host_bytes, 0, INT64_MAX / 4));
   if (o.budget) TALLY_RETURN_IF_ERROR(check_range("memory budget", *o.budget, 0, INT64_MAX / 4));
   TALLY_RETURN_IF_ERROR(kv_types_supported(o.kv_type));
   if (o.weights && o.weights->from_file && !m.has_file_bytes())
@@ -183,11 +185,14 @@ Status add_kv(const PlanModel& m, Plan& p) {
 
 void add_capacity(const PlanModel& m, Plan& p) {
   const PlanOptions& o = p.options;
-  p.required_bytes = p.weight_bytes + p.activation_bytes + p.overhead_bytes + p.kv_bytes_requested;
+  const int64_t offload_entry = p.kv_block_bytes + o.block_size * int64_t{sizeof(int32_t)};
+  p.kv_offload_bytes = o.kv_offload_host_bytes / offload_entry * offload_entry;
+  const int64_t fixed =
+      p.weight_bytes + p.activation_bytes + p.overhead_bytes + p.kv_offload_bytes;
+  p.required_bytes = fixed + p.kv_bytes_requested;
   if (!o.budget) return;
   p.has_budget = true;
   p.budget_bytes = *o.budget;
-  const int64_t fixed = p.weight_bytes + p.activation_bytes + p.overhead_bytes;
   p.model_fits = fixed <= p.budget_bytes;
   if (!p.model_fits) {
     p.shortfall_bytes = fixed - p.budget_bytes;

@@ -34,6 +34,8 @@ struct PlanOptions {
   int64_t batch_tokens = kDefaultBatchTokens;  // most tokens in one forward step
   int64_t draft_tokens = 0;  // speculation: draft tokens per sequence and step (logits rows)
   std::optional<int64_t> budget;        // bytes of memory per rank; none = needs only
+  // The host-RAM offload tier below the KV pool (--kv-offload-memory): whole blocks of it.
+  int64_t kv_offload_host_bytes = 0;
   int64_t overhead_bytes = kDefaultOverheadBytes;
 };
 
@@ -74,7 +76,10 @@ struct Plan {
   int64_t kv_block_bytes = 0;        // block_size tokens
   int64_t blocks_per_sequence = 0;   // ceil(context / block_size)
   int64_t kv_bytes_requested = 0;    // concurrency whole sequences of `context` tokens
-  int64_t required_bytes = 0;        // weights + activations + overhead + kv requested
+  // The host offload tier: floor(kv_offload_host_bytes / (block bytes + block_size token
+  // ids)) blocks of that size (the engine's KvOffload::host_blocks_for, checked equal).
+  int64_t kv_offload_bytes = 0;
+  int64_t required_bytes = 0;        // weights + activations + overhead + offload + kv requested
 
   // Against the budget (when options.budget is set).
   bool has_budget = false;

@@ -73,6 +73,11 @@ void memory_section(std::string& out, const Plan& p) {
   row(out, "overhead", format_bytes(p.overhead_bytes));
   row(out, fmt::format("KV cache ({} x {} tokens)", o.concurrency, o.context),
       format_bytes(p.kv_bytes_requested));
+  if (p.kv_offload_bytes > 0) {
+    row(out, fmt::format("KV offload, host ({} blocks)",
+                         p.kv_offload_bytes / (p.kv_block_bytes + o.block_size * 4)),
+        format_bytes(p.kv_offload_bytes));
+  }
   row(out, "total needed", format_bytes(p.required_bytes));
   if (p.has_budget) {
     row(out, "budget", format_bytes(p.budget_bytes));
@@ -161,7 +166,8 @@ nlohmann::json plan_json(const Plan& p) {
                   {"context", o.context},         {"concurrency", o.concurrency},
                   {"tp", o.tp},                   {"block_size", o.block_size},
                   {"batch_tokens", o.batch_tokens},
-                  {"overhead_bytes", o.overhead_bytes}};
+                  {"overhead_bytes", o.overhead_bytes},
+                  {"kv_offload_host_bytes", o.kv_offload_host_bytes}};
   j["options"]["budget_bytes"] = o.budget ? json(*o.budget) : json(nullptr);
   json types = json::array();
   for (const auto& w : p.weight_types)
@@ -184,6 +190,7 @@ nlohmann::json plan_json(const Plan& p) {
              {"block_size", o.block_size}, {"block_bytes", p.kv_block_bytes},
              {"blocks_per_sequence", p.blocks_per_sequence},
              {"bytes_requested", p.kv_bytes_requested}};
+  j["kv_offload_bytes"] = p.kv_offload_bytes;
   j["required_bytes"] = p.required_bytes;
   j["budget"] = nullptr;
   if (p.has_budget)

@@ -95,6 +95,8 @@ class BatchRunner {
 
   size_t n_known_seqs() const { return seqs_.size(); }
   const KvStorage& kv() const { return kv_; }
+  // The offload tiers copy blocks in and out through it between steps (engine_offload.h).
+  KvStorage& kv_storage() { return kv_; }
   BatchRunnerBytes bytes() const { return bytes_; }
   int64_t n_vocab() const { return n_vocab_; }
   int64_t max_draft() const { return config_.max_draft; }

@@ -208,6 +208,12 @@ void Scheduler::preempt(Request& r, SchedulerOutput& out) {
   // Recompute: blocks go back to the pool, tokens stay; the request re-enters the queue at
   // its head and recomputes prompt + outputs when admitted again.
   remove_running(r);
+  if (config_.swap_preemption) {
+    for (Sequence& s : r.samples) {
+      if (kv_.contains(s.id)) kv_.offload_sequence(s.id);
+    }
+    if (r.in_carrier_stage() && kv_.contains(r.carrier.id)) kv_.offload_sequence(r.carrier.id);
+  }
   free_request_kv(r, out.freed_seq_ids);
   for (Sequence& s : r.samples) s.draft.clear();  // planned before it lost its blocks
   r.status = RequestStatus::kPreempted;

@@ -77,6 +77,10 @@ struct SchedulerConfig {
   int32_t max_waiting = 1024;         // queue limit: add_request() fails past it
   int32_t aging_steps = 256;          // steps of waiting worth one priority level; 0 = off
   KvCacheConfig kv;  // kv.enable_prefix_cache: see above (ignored by the static policy)
+  // Swap preemption: a preempted request's cached blocks are also copied to the offload
+  // tiers (set_kv_offload) before they are freed, so that its resume finds them even after
+  // the pool evicted them. Recompute (false) leaves them to the pool's LRU alone.
+  bool swap_preemption = false;
   SpecConfig spec;   // speculative decoding: see "Speculation" above (continuous policy only)
 };
 
@@ -158,6 +162,8 @@ class Scheduler {
   const Request* find_request(RequestId id) const;  // nullptr once finished
   SchedulerStats stats() const;
   const KvCacheManager& kv() const { return kv_; }
+  // The offload tiers below the pool (KvCacheManager::set_offload; not owned).
+  void set_kv_offload(KvOffload* offload) { kv_.set_offload(offload); }
   // Test hook: every prefix-cache key collides (KvCacheManager::force_prefix_key_for_test).
   void force_prefix_key_for_test(std::optional<PrefixKey> key) {
     kv_.force_prefix_key_for_test(key);

@@ -38,7 +38,7 @@ Scheduler::WaitingCandidate Scheduler::candidate(Request& r) {
   const int32_t todo = static_cast<int32_t>(tokens.size());
   kv_.match_prefix(tokens, r.spec.cache_salt, (todo - 1) / kv_.block_size(), match_);
   WaitingCandidate c;
-  c.cached_tokens = static_cast<int32_t>(match_.blocks.size()) * kv_.block_size();
+  c.cached_tokens = match_.n_blocks() * kv_.block_size();
   c.next_in_flight = match_.has_next && std::find(in_flight_.begin(), in_flight_.end(),
                                                   match_.next_key) != in_flight_.end();
   return c;

@@ -198,8 +198,8 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
     const std::span<const TokenId> tokens = stage_tokens(r);
     const int32_t todo = static_cast<int32_t>(tokens.size());
     kv_.match_prefix(tokens, r.spec.cache_salt, (todo - 1) / kv_.block_size(), match_);
-    const int32_t n_hit = static_cast<int32_t>(match_.blocks.size());
-    const int32_t cached = n_hit * kv_.block_size();
+    const int32_t n_hit = match_.n_blocks();
+    int32_t cached = n_hit * kv_.block_size();
     const int32_t free_after_hits = kv_.n_free_blocks() - match_.n_evictable;
     int32_t n = std::min(todo - cached, budget);
     if (running_.empty()) {
@@ -219,7 +219,9 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
     }
     Sequence& s = carrier ? r.carrier : r.samples[0];
     if (kv_.prefix_caching()) {
-      if (n_hit > 0) kv_.adopt_prefix(s.id, match_);
+      // Fewer when a block in an offload tier is gone or damaged: computed instead (the
+      // blocks counted for it above are then free for its tokens).
+      if (n_hit > 0) cached = kv_.adopt_prefix(s.id, match_, tokens, r.spec.cache_salt);
       s.num_computed = cached;
       prefix_queries_ += todo;
       prefix_hits_ += cached;

@@ -75,6 +75,25 @@ TEST(EngineFlags, EveryFlagLandsInTheConfig) {
   EXPECT_TRUE(config->static_batching);
 }
 
+TEST(EngineFlags, OffloadFlagsLandInTheConfig) {
+  auto off = config_of({});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->kv_offload_memory, 0);
+  EXPECT_TRUE(off->kv_offload_dir.empty());
+  EXPECT_FALSE(off->swap_preemption);
+  auto config = config_of({"--kv-offload-memory", "2GiB", "--kv-offload-dir", "/tmp/kv",
+                           "--kv-offload-disk", "10GiB", "--preemption-mode", "swap"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->kv_offload_memory, int64_t{2} << 30);
+  EXPECT_EQ(config->kv_offload_dir, "/tmp/kv");
+  EXPECT_EQ(config->kv_offload_disk, int64_t{10} << 30);
+  EXPECT_TRUE(config->swap_preemption);
+  expect_refused({"--preemption-mode", "drop"},
+                 "--preemption-mode must be recompute or swap, got 'drop'");
+  expect_refused({"--kv-offload-memory", "lots"}, "--kv-offload-memory: memory size 'lots'");
+  expect_refused({"--kv-offload-disk", "1X"}, "--kv-offload-disk: memory size '1X'");
+}
+
 TEST(EngineFlags, CommandsOwnFieldsPassThrough) {
   EngineFlags flags;
   flags.config.model_path = "m.gguf";  // -m is each command's own flag

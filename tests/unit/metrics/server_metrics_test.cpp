@@ -99,8 +99,8 @@ TEST(ServerMetrics, ExposesVllmNamesTypesAndLabels) {
     EXPECT_FALSE(e.help.at("tally:" + name).empty()) << name;
   }
   // Beside them, tally's memory families (memory_metrics.h): 5 prefixed (kv_cache_token_bytes
-  // among them), 2 process_* ones.
-  EXPECT_EQ(e.types.size(), expected.size() + 7);
+  // among them), 2 process_* ones; and the 7 KV offload families (below).
+  EXPECT_EQ(e.types.size(), expected.size() + 7 + 7);
   // Every vLLM series carries model_name and engine, as vLLM's do.
   for (const Sample& s : e.samples) {
     if (s.name == "tally:build_info") continue;
@@ -191,6 +191,45 @@ TEST(ServerMetrics, FinishedEventsFeedTheRequestHistograms) {
   EXPECT_EQ(value_of(e, p + "inter_token_latency_seconds_count"), 2);
   EXPECT_EQ(value_of(e, p + "inter_token_latency_seconds_bucket", "le", "0.025"), 1);
   EXPECT_EQ(value_of(e, p + "inter_token_latency_seconds_bucket", "le", "0.3"), 2);
+}
+
+// tally's own: the KV offload tiers, one series per tier.
+TEST(ServerMetrics, OffloadTiersPerTier) {
+  ServerMetrics m(options());
+  EngineMetrics snap;
+  KvOffloadStats& s = snap.kv_offload;
+  s.host_hits = 5;
+  s.host_hit_bytes = 500;
+  s.host_stores = 7;
+  s.host_blocks = 6;
+  s.host_bytes = 600;
+  s.disk_hits = 2;
+  s.disk_hit_bytes = 200;
+  s.disk_stores = 3;
+  s.disk_blocks = 1;
+  s.disk_bytes = 110;
+  s.disk_errors = 4;
+  s.skipped_loads = 9;
+  m.set_snapshot_source([&] { return snap; });
+  const Exposition e = read_exposition(m.render());
+  ASSERT_EQ(e.error, "");
+  for (const auto& [name, type] : std::vector<std::pair<std::string, std::string>>{
+           {"kv_offload_hits_total", "counter"}, {"kv_offload_hit_bytes_total", "counter"},
+           {"kv_offload_stores_total", "counter"}, {"kv_offload_blocks", "gauge"},
+           {"kv_offload_bytes", "gauge"}, {"kv_offload_disk_errors_total", "counter"},
+           {"kv_offload_recomputed_blocks_total", "counter"}}) {
+    EXPECT_EQ(e.types.at("tally:" + name), type) << name;
+  }
+  EXPECT_EQ(value_of(e, "tally:kv_offload_hits_total", "tier", "host"), 5);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_hits_total", "tier", "disk"), 2);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_hit_bytes_total", "tier", "host"), 500);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_hit_bytes_total", "tier", "disk"), 200);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_stores_total", "tier", "host"), 7);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_stores_total", "tier", "disk"), 3);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_blocks", "tier", "host"), 6);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_bytes", "tier", "disk"), 110);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_disk_errors_total"), 4);
+  EXPECT_EQ(value_of(e, "tally:kv_offload_recomputed_blocks_total"), 9);
 }
 
 TEST(ServerMetrics, SnapshotSourceFeedsGaugesAndEngineCounters) {

@@ -120,6 +120,19 @@ TEST(ComputePlan, CapacityByHand) {
   EXPECT_EQ(q->max_concurrency, 10 / 5);
 }
 
+TEST(ComputePlan, HostOffloadTierIsWholeBlocksOffTheBudget) {
+  PlanOptions o = toy_options();
+  o.budget = kToyParams * 4 + kToyActivations + 1000 + 10 * 4096 + 100;
+  // Blocks of 4096 KV bytes + 16 token ids: 3.5 of them ask for 3.
+  o.kv_offload_host_bytes = 3 * (4096 + 64) + 2000;
+  auto p = compute_plan(toy(), o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->kv_offload_bytes, 3 * (4096 + 64));
+  EXPECT_EQ(p->kv_budget_bytes, 10 * 4096 + 100 - 3 * (4096 + 64));
+  EXPECT_EQ(p->n_blocks, 6);
+  EXPECT_NE(plan_table(*p).find("KV offload, host (3 blocks)"), std::string::npos);
+}
+
 TEST(ComputePlan, MaxContextIsCappedByTheModel) {
   PlanOptions o = toy_options();
   o.budget = int64_t{1} << 30;

@@ -1,0 +1,82 @@
+#include "engine/engine_offload.h"
+
+#include "engine/engine_core.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "base/log.h"
+
+namespace tally {
+
+Result<PrefixKey> kv_offload_fingerprint(const std::string& model_path,
+                                         const KvStorageShape& shape) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                  &XXH3_freeState);
+  XXH3_128bits_reset(state.get());
+  std::FILE* f = std::fopen(model_path.c_str(), "rb");
+  if (f == nullptr) {
+    return make_error(ErrorCode::kIo, "kv offload: cannot read {} for its fingerprint: {}",
+                      model_path, std::strerror(errno));
+  }
+  std::vector<char> chunk(size_t{4} << 20);
+  uint64_t size = 0;
+  for (size_t n; (n = std::fread(chunk.data(), 1, chunk.size(), f)) > 0;) {
+    XXH3_128bits_update(state.get(), chunk.data(), n);
+    size += n;
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return make_error(ErrorCode::kIo, "kv offload: error reading {}", model_path);
+  const int64_t layout[] = {static_cast<int64_t>(size), shape.n_layers, shape.n_kv_heads,
+                            shape.head_dim, shape.block_size,
+                            static_cast<int64_t>(shape.types.k), static_cast<int64_t>(shape.types.v)};
+  XXH3_128bits_update(state.get(), layout, sizeof layout);
+  const XXH128_hash_t h = XXH3_128bits_digest(state.get());
+  return PrefixKey{h.low64, h.high64};
+}
+
+Result<std::unique_ptr<KvOffload>> engine_make_offload(const EngineConfig& config,
+                                                       const KvStorageShape& shape,
+                                                       KvBlockIo& io) {
+  if (config.kv_offload_memory == 0 && config.kv_offload_dir.empty()) {
+    return std::unique_ptr<KvOffload>();
+  }
+  KvOffloadConfig oc;
+  oc.host_bytes = config.kv_offload_memory;
+  oc.disk_dir = config.kv_offload_dir;
+  oc.disk_bytes = config.kv_offload_disk;
+  oc.block_size = config.block_size;
+  if (!oc.disk_dir.empty()) {
+    TALLY_ASSIGN_OR_RETURN(oc.fingerprint, kv_offload_fingerprint(config.model_path, shape));
+  }
+  return KvOffload::create(oc, io);
+}
+
+Status EngineCore::attach_offload() {
+  offload_io_ = std::make_unique<KvStorageBlockIo>(runner_->kv_storage());
+  TALLY_ASSIGN_OR_RETURN(offload_, engine_make_offload(config_, runner_->kv().shape(), *offload_io_));
+  if (!offload_) {
+    offload_io_.reset();
+    return Status::ok_status();
+  }
+  sched_.set_kv_offload(offload_.get());
+  spdlog::info("engine: KV offload tiers: host {} blocks{}{}", ledger_.kv_offload_bytes /
+               KvOffload::host_entry_bytes(offload_->block_bytes(), config_.block_size),
+               offload_->has_disk() ? ", disk in " : "", config_.kv_offload_dir);
+  publish_metrics();
+  return Status::ok_status();
+}
+
+void EngineCore::note_forward_rate(double seconds) {
+  if (!offload_) return;
+  int64_t tokens = 0;
+  for (const ScheduledSeq& row : out_.scheduled) tokens += row.n_tokens;
+  // Decode steps say little about prefill: only steps that computed a block's worth count.
+  if (tokens >= config_.block_size) offload_->note_recompute(tokens, seconds);
+}
+
+}  // namespace tally
