@@ -39,6 +39,9 @@ class Tokenizer {
  public:
   // From the tokenizer.ggml.* metadata of a GGUF file (llama.cpp's keys and defaults).
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const io::GgufFile& f);
+  // From a Hugging Face directory's tokenizer.json and (if present) tokenizer_config.json,
+  // mapped as llama.cpp's converter would (see tokenizer_hf.h).
+  static Result<std::unique_ptr<Tokenizer>> from_hf_dir(std::string_view dir);
   // From plain vectors; empty optionals take llama.cpp's defaults for the kind.
   static Result<std::unique_ptr<Tokenizer>> from_vocab(TokenizerVocab vocab);
 
@@ -75,6 +78,7 @@ class Tokenizer {
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
+  bool normalizes_nfc() const { return normalize_nfc_; }
 
   // End of generation: EOS, EOT, EOM and the tokens llama.cpp treats as such by their text
   // (<|eot_id|>, <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, ...).
@@ -110,6 +114,7 @@ class Tokenizer {
   bool add_bos_ = false;
   bool add_eos_ = false;
   bool add_space_prefix_ = false;
+  bool normalize_nfc_ = false;
 };
 
 }  // namespace tally
