@@ -209,8 +209,11 @@ void Tokenizer::append_token_bytes(int32_t id, bool render_special, std::string&
       if (render_special) out.append(text);
       return;
     case TokenType::kUserDefined:
-      out.append(text);
-      return;
+      if (bpe_) {
+        out.append(text);
+        return;
+      }
+      break;  // SPM: U+2581 -> space, as llama.cpp (Gemma's "▁▁" runs are added tokens)
     case TokenType::kUnused:
       return;
     case TokenType::kByte:

@@ -61,8 +61,9 @@ class Tokenizer {
   // The vocabulary string of a token ("" for an id out of range).
   std::string_view piece(int32_t id) const;
   // The bytes a token stands for: U+2581 -> ' ' and <0xXX> -> the byte (SPM), byte-level
-  // characters -> bytes (BPE), user-defined tokens -> their text. Control and unknown tokens
-  // give "" unless render_special, then their text. May be a partial UTF-8 character.
+  // characters -> bytes (BPE), user-defined tokens -> their text (SPM: with U+2581 -> ' ').
+  // Control and unknown tokens give "" unless render_special, then their text. May be a
+  // partial UTF-8 character.
   std::string token_bytes(int32_t id, bool render_special = false) const;
   void append_token_bytes(int32_t id, bool render_special, std::string& out) const;
   // The concatenated bytes of `ids`. For SPM with add_space_prefix, the space the encoder put

@@ -29,7 +29,7 @@ struct HfReference {
   json tokens;  // model -> {texts: [{ids, decoded}], first_with_special}
   json chats;   // model -> [{name, text}]
   json corpus;
-  json conversations;
+  nlohmann::ordered_json conversations;  // ordered: tools render in the file's key order
 };
 
 const HfReference& reference() {
@@ -47,7 +47,7 @@ const HfReference& reference() {
     r.chats = json::parse(tally_test::read_file(r.prefix + "/chats.json"));
     r.corpus = json::parse(tally_test::read_file(
         tally_test::repo_path("tests/data/hf_tokenizers/corpus.json")))["texts"];
-    r.conversations = json::parse(tally_test::read_file(
+    r.conversations = nlohmann::ordered_json::parse(tally_test::read_file(
         tally_test::repo_path("tests/data/hf_tokenizers/conversations.json")))["conversations"];
     r.ready = true;
     return r;
@@ -127,9 +127,9 @@ TEST_P(HfTokenizerTest, SpecialTextWithoutParsingRoundTrips) {
   }
 }
 
-std::vector<ChatMessage> messages_of(const json& conversation) {
+std::vector<ChatMessage> messages_of(const nlohmann::ordered_json& conversation) {
   std::vector<ChatMessage> out;
-  for (const json& m : conversation["messages"]) {
+  for (const nlohmann::ordered_json& m : conversation["messages"]) {
     auto msg = ChatMessage::from_openai_json(m);
     EXPECT_TRUE(msg.ok()) << msg.status().to_string();
     if (msg.ok()) out.push_back(std::move(msg).value());
@@ -149,7 +149,7 @@ TEST_P(HfTokenizerTest, ChatTemplateRendersAsTheReference) {
   ASSERT_FALSE(tmpl->is_builtin());
   size_t next = 0;
   const json& expected = ref.chats[model];
-  for (const json& conv : ref.conversations) {
+  for (const nlohmann::ordered_json& conv : ref.conversations) {
     if (conv.contains("only") &&
         std::find(conv["only"].begin(), conv["only"].end(), model) == conv["only"].end()) {
       continue;
