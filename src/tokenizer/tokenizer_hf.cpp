@@ -9,6 +9,7 @@
 
 #include <simdjson.h>
 
+#include "tokenizer/flat_index.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally {
@@ -115,63 +116,66 @@ Status read_hf_tokens(sj::element model, sj::element added, TokenizerVocab& v) {
   return Status::ok_status();
 }
 
-// One merge in either form: "a b" or ["a", "b"], appended to `out` as "a b".
-bool append_merge(sj::element m, std::vector<std::string>& out) {
+// One merge in either form, "a b" or ["a", "b"]: its two parts; false if neither.
+bool merge_parts(sj::element m, std::string_view& left, std::string_view& right) {
   std::string_view text;
   if (m.get(text) == simdjson::SUCCESS) {
-    if (text.find(' ', 1) == std::string_view::npos) return false;
-    out.emplace_back(text);
+    const size_t space = text.find(' ', 1);  // a part may itself start with a space
+    if (space == std::string_view::npos) return false;
+    left = text.substr(0, space);
+    right = text.substr(space + 1);
     return true;
   }
   sj::array parts;
-  std::string_view left, right;
-  if (m.get(parts) != simdjson::SUCCESS || parts.size() != 2 ||
-      parts.at(0).get(left) != simdjson::SUCCESS || parts.at(1).get(right) != simdjson::SUCCESS) {
-    return false;
-  }
-  std::string& joined = out.emplace_back();
-  joined.reserve(left.size() + 1 + right.size());
-  joined.append(left).append(" ").append(right);
-  return true;
+  return m.get(parts) == simdjson::SUCCESS && parts.size() == 2 &&
+         parts.at(0).get(left) == simdjson::SUCCESS && parts.at(1).get(right) == simdjson::SUCCESS;
 }
 
-Status read_hf_merges(sj::element model, TokenizerVocab& v) {
+// Calls on_merge(rank, left, right) for each of model.merges, in order.
+template <typename OnMerge>
+Status for_each_hf_merge(sj::element model, OnMerge&& on_merge) {
   sj::element merges_element;
   if (model["merges"].get(merges_element) != simdjson::SUCCESS) return Status::ok_status();
   sj::array merges;
   if (merges_element.get(merges) != simdjson::SUCCESS) {
     return make_error(ErrorCode::kFormat, "model.merges is not a list");
   }
-  v.merges.reserve(merges.size());
+  size_t rank = 0;
+  std::string_view left, right;
   for (sj::element m : merges) {
-    if (!append_merge(m, v.merges)) {
+    if (!merge_parts(m, left, right)) {
       return make_error(ErrorCode::kFormat, "merge {} is neither \"a b\" nor [\"a\", \"b\"]",
                         simdjson::to_string(m));
     }
+    on_merge(rank++, left, right);
   }
   return Status::ok_status();
+}
+
+// Byte-level BPE: the merges as tokenizer.ggml.merges holds them, "a b".
+Status read_hf_merges(sj::element model, TokenizerVocab& v) {
+  return for_each_hf_merge(model, [&](size_t, std::string_view left, std::string_view right) {
+    std::string& joined = v.merges.emplace_back();
+    joined.reserve(left.size() + 1 + right.size());
+    joined.append(left).append(" ").append(right);
+  });
 }
 
 // SentencePiece-style BPE: the earlier a merge, the higher the score of the token it makes
 // (so SpmEncoder's best-score-first order is the merge order); tokens no merge makes get
 // -infinity and are never merged into (Hugging Face merges only listed pairs).
-void hf_merge_scores(TokenizerVocab& v) {
-  std::unordered_map<std::string_view, int32_t> id_of;
-  id_of.reserve(v.tokens.size());
-  for (size_t i = 0; i < v.tokens.size(); ++i) id_of[v.tokens[i]] = static_cast<int32_t>(i);
+Status read_hf_merge_scores(sj::element model, TokenizerVocab& v) {
+  tok::TextIndex id_of;
+  id_of.build(v.tokens);
   v.scores.assign(v.tokens.size(), -std::numeric_limits<float>::infinity());
   std::string joined;
-  for (size_t rank = 0; rank < v.merges.size(); ++rank) {
-    const std::string& m = v.merges[rank];
-    const size_t space = m.find(' ', 1);
-    joined.assign(m, 0, space);
-    joined.append(m, space + 1);
-    auto it = id_of.find(joined);
-    if (it == id_of.end()) continue;
-    float& score = v.scores[it->second];
+  return for_each_hf_merge(model, [&](size_t rank, std::string_view left, std::string_view right) {
+    joined.assign(left).append(right);
+    const int32_t id = id_of.find(joined);
+    if (id < 0) return;
+    float& score = v.scores[id];
     score = std::max(score, -static_cast<float>(rank));
-  }
-  v.merges.clear();
+  });
 }
 
 Result<std::string> hf_split_pre_name(const json& pre_tokenizer) {
@@ -320,18 +324,18 @@ Result<TokenizerVocab> vocab_from_hf_checked(sj::element doc, const json& config
   sj::element added;
   if (doc["added_tokens"].get(added) != simdjson::SUCCESS) added = sj::element();
   TALLY_RETURN_IF_ERROR(read_hf_tokens(model_element, added, v));
-  TALLY_RETURN_IF_ERROR(read_hf_merges(model_element, v));
   const bool byte_level = has_component(pre_tokenizer, "pretokenizers", "ByteLevel") ||
                           type_of(small_part(doc, "decoder")) == "ByteLevel";
   if (byte_level) {
     v.kind = TokenizerKind::kBpe;
+    TALLY_RETURN_IF_ERROR(read_hf_merges(model_element, v));
     TALLY_ASSIGN_OR_RETURN(v.pre, hf_split_pre_name(pre_tokenizer));
     TALLY_RETURN_IF_ERROR(read_byte_level_normalizer(normalizer, v));
   } else if (model.value("byte_fallback", false)) {
     v.kind = TokenizerKind::kSpm;
     TALLY_RETURN_IF_ERROR(read_spm_spaces(normalizer, pre_tokenizer, v));
     mark_spm_token_types(string_or(model, "unk_token"), v);
-    hf_merge_scores(v);
+    TALLY_RETURN_IF_ERROR(read_hf_merge_scores(model_element, v));
   } else {
     return make_error(ErrorCode::kUnsupported,
                       "a BPE model that is neither byte-level nor byte-fallback");
@@ -350,22 +354,34 @@ std::string hf_token_text(const json& config, std::string_view key) {
   return string_or(*it, "content");
 }
 
-Result<TokenizerVocab> tokenizer_vocab_from_hf(std::string_view tokenizer_json,
-                                               const json& tokenizer_config) {
-  sj::parser parser;
-  sj::element doc;
-  if (auto err = parser.parse(tokenizer_json.data(), tokenizer_json.size()).get(doc); err) {
-    return make_error(ErrorCode::kFormat, "tokenizer.json: not valid JSON ({})",
-                      simdjson::error_message(err));
-  }
+namespace {
+
+Result<TokenizerVocab> vocab_from_hf_doc(sj::element doc, const json& config) {
   try {
-    auto v = vocab_from_hf_checked(doc, tokenizer_config);
+    auto v = vocab_from_hf_checked(doc, config);
     if (!v.ok()) return v.status().with_context("tokenizer.json");
     return v;
   } catch (const json::exception& e) {
     // A field of an unexpected JSON type somewhere the checks above do not look.
     return make_error(ErrorCode::kFormat, "tokenizer.json: {}", e.what());
   }
+}
+
+Status hf_parse_error(simdjson::error_code err) {
+  return make_error(ErrorCode::kFormat, "tokenizer.json: not valid JSON ({})",
+                    simdjson::error_message(err));
+}
+
+}  // namespace
+
+Result<TokenizerVocab> tokenizer_vocab_from_hf(std::string_view tokenizer_json,
+                                               const json& tokenizer_config) {
+  sj::parser parser;
+  sj::element doc;
+  if (auto err = parser.parse(tokenizer_json.data(), tokenizer_json.size()).get(doc); err) {
+    return hf_parse_error(err);
+  }
+  return vocab_from_hf_doc(doc, tokenizer_config);
 }
 
 Result<std::string> read_hf_file(std::string_view path) {
@@ -400,7 +416,6 @@ Result<json> read_hf_config(std::string_view path) {
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_dir(std::string_view dir) {
   const std::string base(dir);
-  TALLY_ASSIGN_OR_RETURN(std::string tj, read_hf_file(base + "/tokenizer.json"));
   json config;
   auto c = read_hf_config(base + "/tokenizer_config.json");
   if (c.ok()) {
@@ -408,7 +423,16 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_dir(std::string_view dir) 
   } else if (c.status().code() != ErrorCode::kNotFound) {
     return c.status();
   }
-  auto vocab = tokenizer_vocab_from_hf(tj, config);
+  // Loaded straight into simdjson's padded buffer: no copy of the 10-35 MB text.
+  const std::string path = base + "/tokenizer.json";
+  simdjson::padded_string text;
+  if (simdjson::padded_string::load(path).get(text) != simdjson::SUCCESS) {
+    return make_error(ErrorCode::kNotFound, "{}: cannot read", path);
+  }
+  sj::parser parser;
+  sj::element doc;
+  if (auto err = parser.parse(text).get(doc); err) return hf_parse_error(err).with_context(base);
+  auto vocab = vocab_from_hf_doc(doc, config);
   if (!vocab.ok()) return vocab.status().with_context(base);
   auto tokenizer = from_vocab(std::move(vocab).value());
   if (!tokenizer.ok()) return tokenizer.status().with_context(base);
