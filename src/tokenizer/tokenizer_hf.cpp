@@ -87,7 +87,21 @@ Status read_hf_tokens(sj::element model, sj::element added, TokenizerVocab& v) {
   };
   int64_t id = 0;
   for (sj::key_value_pair kv : vocab) TALLY_RETURN_IF_ERROR(checked(kv.value, id));
-  for (sj::element a : added_list) TALLY_RETURN_IF_ERROR(checked(a["id"].value_unsafe(), id));
+  size_t entries = vocab.size();
+  for (sj::element a : added_list) {
+    sj::element id_element;
+    if (a["id"].get(id_element) != simdjson::SUCCESS) {
+      return make_error(ErrorCode::kFormat, "added token {} has no id", simdjson::to_string(a));
+    }
+    TALLY_RETURN_IF_ERROR(checked(id_element, id));
+    ++entries;
+  }
+  // Real files number their tokens densely; a few gaps become [PADn] entries, but a stray
+  // huge id must not make billions of them.
+  if (max_id >= static_cast<int64_t>(2 * entries + 1024)) {
+    return make_error(ErrorCode::kFormat, "token id {} for {} tokens: the ids are too sparse",
+                      max_id, entries);
+  }
   const auto n = static_cast<size_t>(max_id + 1);
   v.tokens.assign(n, std::string());
   v.types.assign(n, TokenType::kUnused);
@@ -181,7 +195,7 @@ Status read_hf_merge_scores(sj::element model, TokenizerVocab& v) {
 Result<std::string> hf_split_pre_name(const json& pre_tokenizer) {
   for (const json* part : hf_components(pre_tokenizer, "pretokenizers")) {
     if (type_of(*part) != "Split") continue;
-    const std::string regex = string_or((*part)["pattern"], "Regex");
+    const std::string regex = string_or(part->value("pattern", json()), "Regex");
     for (const HfSplitRegex& known : kHfSplitRegexes) {
       if (regex == known.regex) return std::string(known.pre);
     }
@@ -214,7 +228,7 @@ Status read_spm_spaces(const json& normalizer, const json& pre_tokenizer, Tokeni
   bool prefix = false;
   for (const json* part : hf_components(normalizer, "normalizers")) {
     const std::string_view type = type_of(*part);
-    if (type == "Replace" && string_or((*part)["pattern"], "String") == " " &&
+    if (type == "Replace" && string_or(part->value("pattern", json()), "String") == " " &&
         string_or(*part, "content") == kHfSpmSpace) {
       spaces_escaped = true;
     } else if (type == "Prepend" && string_or(*part, "prepend") == kHfSpmSpace) {
@@ -231,7 +245,7 @@ Status read_spm_spaces(const json& normalizer, const json& pre_tokenizer, Tokeni
       prefix = string_or(*part, "prepend_scheme", "always") != "never" &&
                part->value("add_prefix_space", true);
     } else if (!(type == "Split" && spaces_escaped &&
-                 string_or((*part)["pattern"], "String") == " ")) {
+                 string_or(part->value("pattern", json()), "String") == " ")) {
       // A split on " " after the normalizer replaced every space splits nothing.
       return make_error(ErrorCode::kUnsupported, "pre-tokenizer {} of a SentencePiece-style model",
                         part->dump());
