@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -67,16 +68,15 @@ std::string string_or(const json& j, std::string_view key, std::string_view fall
 
 // tokens[id] for every id of model.vocab and added_tokens; gaps become unused "[PAD{id}]"
 // entries, as llama.cpp's converter writes them.
-Status read_hf_tokens(sj::element model, sj::element added, TokenizerVocab& v) {
+Status read_hf_tokens(sj::element model, const std::optional<sj::array>& added,
+                      TokenizerVocab& v) {
   sj::object vocab;
-  sj::array added_list;
   if (model["vocab"].get(vocab) != simdjson::SUCCESS) {
     return make_error(ErrorCode::kFormat, "model.vocab is not an object");
   }
-  if (added.is_null()) added_list = sj::array();
-  else if (added.get(added_list) != simdjson::SUCCESS) {
-    return make_error(ErrorCode::kFormat, "added_tokens is not a list");
-  }
+  // (A default-constructed simdjson array or element has no document: never touch one.)
+  const std::vector<sj::element> added_list =
+      added ? std::vector<sj::element>(added->begin(), added->end()) : std::vector<sj::element>();
   int64_t max_id = -1;
   auto checked = [&](sj::element e, int64_t& id) -> Status {
     if (e.get(id) != simdjson::SUCCESS || id < 0 || id >= std::numeric_limits<int32_t>::max()) {
@@ -335,8 +335,15 @@ Result<TokenizerVocab> vocab_from_hf_checked(sj::element doc, const json& config
   const json normalizer = small_part(doc, "normalizer");
   const json pre_tokenizer = small_part(doc, "pre_tokenizer");
   TokenizerVocab v;
-  sj::element added;
-  if (doc["added_tokens"].get(added) != simdjson::SUCCESS) added = sj::element();
+  std::optional<sj::array> added;
+  sj::element added_element;
+  if (doc["added_tokens"].get(added_element) == simdjson::SUCCESS && !added_element.is_null()) {
+    sj::array list;
+    if (added_element.get(list) != simdjson::SUCCESS) {
+      return make_error(ErrorCode::kFormat, "added_tokens is not a list");
+    }
+    added = list;
+  }
   TALLY_RETURN_IF_ERROR(read_hf_tokens(model_element, added, v));
   const bool byte_level = has_component(pre_tokenizer, "pretokenizers", "ByteLevel") ||
                           type_of(small_part(doc, "decoder")) == "ByteLevel";
