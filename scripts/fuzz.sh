@@ -5,7 +5,8 @@
 # build/fuzz/artifacts/.
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60] [name ...]
-#   names: gguf, llama2c, http, openai_request, tokenizer, chat_template (default: all)
+#   names: gguf, llama2c, http, openai_request, tokenizer, hf_tokenizer, chat_template
+#   (default: all)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -10,10 +10,13 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsimde-dev                      # AVX-512 matmul kernels tested under emulation
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  libsimdjson-dev                   # Hugging Face tokenizer.json files (10-35 MB)
   libpcre2-dev libxxhash-dev
+  libicu-dev                        # NFC normalization (Hugging Face tokenizers)
   libboost-dev                      # Asio + Beast (tally serve)
   curl prometheus                   # server e2e tests: raw HTTP, promtool checks /metrics
   python3                           # test helpers (golden-vector readers)
+  python3-jinja2                    # chat-template reference renderings (tests/hf_tokenizers)
   tmux                              # the terminal of the chat e2e test (tally generate --chat)
 )
 

@@ -100,6 +100,36 @@ Result<ChatTemplate> ChatTemplate::from_gguf(const io::GgufFile& gguf, std::stri
   return parsed;
 }
 
+Result<ChatTemplate> ChatTemplate::from_hf_config(const nlohmann::json& config,
+                                                  std::string_view name) {
+  const std::string wanted = name.empty() ? "default" : std::string(name);
+  const nlohmann::json* source = nullptr;
+  if (config.is_object() && config.contains("chat_template")) source = &config["chat_template"];
+  if (source != nullptr && source->is_array()) {  // [{"name": ..., "template": ...}, ...]
+    const nlohmann::json* named = nullptr;
+    for (const nlohmann::json& entry : *source) {
+      if (entry.is_object() && entry.value("name", "") == wanted) named = &entry["template"];
+    }
+    if (named == nullptr) {
+      return make_error(ErrorCode::kNotFound,
+                        "tokenizer_config.json: no chat template named '{}'", wanted);
+    }
+    source = named;
+  } else if (!name.empty()) {
+    return make_error(ErrorCode::kNotFound,
+                      "tokenizer_config.json: no chat template named '{}'", wanted);
+  }
+  if (source == nullptr || source->is_null()) return builtin();
+  if (!source->is_string()) {
+    return make_error(ErrorCode::kFormat, "tokenizer_config.json: chat_template is a {}, not a "
+                      "string or a list of named templates", source->type_name());
+  }
+  if (source->get_ref<const std::string&>().empty()) return builtin();
+  auto parsed = from_source(source->get_ref<const std::string&>());
+  if (!parsed.ok()) return parsed.status().with_context("tokenizer_config.json");
+  return parsed;
+}
+
 bool ChatTemplate::probe_system_role() const {
   std::vector<ChatMessage> probe(2);
   probe[0].role = "system";

@@ -71,6 +71,11 @@ class ChatTemplate {
   // parseable: kFormat naming the key and the line:column (the caller may fall back to
   // builtin()).
   static Result<ChatTemplate> from_gguf(const io::GgufFile& gguf, std::string_view name = {});
+  // A Hugging Face tokenizer_config.json's chat_template: a string, or the list form
+  // [{"name": ..., "template": ...}] from which `name` (default "default") is taken. Absent,
+  // null or empty: the built-in template. kNotFound for a name the config lacks.
+  static Result<ChatTemplate> from_hf_config(const nlohmann::json& config,
+                                             std::string_view name = {});
   // A template from its Jinja source (kFormat with line:column if it does not parse).
   static Result<ChatTemplate> from_source(std::string_view source);
   // The fallback: ChatML, "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then

@@ -1,6 +1,7 @@
 #include "tokenizer/spm_encoder.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -72,7 +73,8 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
     if (left < 0 || right < 0) return;
     const uint32_t size = symbols[left].n + symbols[right].n;
     const int32_t id = mergeable_id(text.substr(symbols[left].offset, size));
-    if (id < 0) return;
+    // -infinity: no merge of the Hugging Face model makes this token (tokenizer_hf.h).
+    if (id < 0 || vocab_.score[id] == -std::numeric_limits<float>::infinity()) return;
     heap.push_back({vocab_.score[id], left, right, size, id});
     std::push_heap(heap.begin(), heap.end(), BigramLess{});
   };

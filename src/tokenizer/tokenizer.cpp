@@ -5,6 +5,7 @@
 
 #include "tokenizer/bpe_encoder.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/pre_tokenizer_specs.h"
 #include "tokenizer/special_token_matcher.h"
 #include "tokenizer/spm_encoder.h"
@@ -29,6 +30,7 @@ constexpr std::array<std::string_view, 12> kEogTexts = {
 
 // Metadata ids out of range mean "none" (GGUF files store -1 as 4294967295).
 int32_t checked_id(std::optional<int32_t> given, int32_t fallback, int32_t n_vocab) {
+  if (given == kNoTokenId) return -1;
   const int32_t id = given.value_or(fallback);
   if (id >= 0 && id < n_vocab) return id;
   return given.has_value() && fallback >= 0 && fallback < n_vocab ? fallback : -1;
@@ -68,6 +70,7 @@ Status Tokenizer::init(TokenizerVocab& vocab) {
                       vocab.types.size(), n);
   }
   kind_ = vocab.kind;
+  normalize_nfc_ = vocab.normalize_nfc;
   vocab_ = std::make_unique<tok::VocabTables>();
   vocab_->text = std::move(vocab.tokens);
   vocab_->score = vocab.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(vocab.scores);
@@ -166,6 +169,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
 
 void Tokenizer::encode_text(std::string_view text, bool after_special,
                             std::vector<int32_t>& out) const {
+  std::string normalized;
+  if (normalize_nfc_ && tok::nfc_normalize(text, normalized)) text = normalized;
   if (bpe_) {
     bpe_->encode(text, out);
     return;
@@ -204,8 +209,11 @@ void Tokenizer::append_token_bytes(int32_t id, bool render_special, std::string&
       if (render_special) out.append(text);
       return;
     case TokenType::kUserDefined:
-      out.append(text);
-      return;
+      if (bpe_) {
+        out.append(text);
+        return;
+      }
+      break;  // SPM: U+2581 -> space, as llama.cpp (Gemma's "▁▁" runs are added tokens)
     case TokenType::kUnused:
       return;
     case TokenType::kByte:

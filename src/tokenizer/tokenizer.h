@@ -39,6 +39,9 @@ class Tokenizer {
  public:
   // From the tokenizer.ggml.* metadata of a GGUF file (llama.cpp's keys and defaults).
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const io::GgufFile& f);
+  // From a Hugging Face directory's tokenizer.json and (if present) tokenizer_config.json,
+  // mapped as llama.cpp's converter would (see tokenizer_hf.h).
+  static Result<std::unique_ptr<Tokenizer>> from_hf_dir(std::string_view dir);
   // From plain vectors; empty optionals take llama.cpp's defaults for the kind.
   static Result<std::unique_ptr<Tokenizer>> from_vocab(TokenizerVocab vocab);
 
@@ -58,8 +61,9 @@ class Tokenizer {
   // The vocabulary string of a token ("" for an id out of range).
   std::string_view piece(int32_t id) const;
   // The bytes a token stands for: U+2581 -> ' ' and <0xXX> -> the byte (SPM), byte-level
-  // characters -> bytes (BPE), user-defined tokens -> their text. Control and unknown tokens
-  // give "" unless render_special, then their text. May be a partial UTF-8 character.
+  // characters -> bytes (BPE), user-defined tokens -> their text (SPM: with U+2581 -> ' ').
+  // Control and unknown tokens give "" unless render_special, then their text. May be a
+  // partial UTF-8 character.
   std::string token_bytes(int32_t id, bool render_special = false) const;
   void append_token_bytes(int32_t id, bool render_special, std::string& out) const;
   // The concatenated bytes of `ids`. For SPM with add_space_prefix, the space the encoder put
@@ -75,6 +79,7 @@ class Tokenizer {
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
+  bool normalizes_nfc() const { return normalize_nfc_; }
 
   // End of generation: EOS, EOT, EOM and the tokens llama.cpp treats as such by their text
   // (<|eot_id|>, <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, ...).
@@ -110,6 +115,7 @@ class Tokenizer {
   bool add_bos_ = false;
   bool add_eos_ = false;
   bool add_space_prefix_ = false;
+  bool normalize_nfc_ = false;
 };
 
 }  // namespace tally

@@ -10,6 +10,10 @@
 
 namespace tally {
 
+// A special-token id that says "none at all" (a Hugging Face config's null), where an absent
+// or out-of-range id takes the kind's default.
+inline constexpr int32_t kNoTokenId = -2;
+
 enum class TokenizerKind {
   kSpm,  // SentencePiece-style BPE over scores (tokenizer.ggml.model = "llama")
   kBpe,  // byte-level BPE over ranked merges (tokenizer.ggml.model = "gpt2")
@@ -30,10 +34,14 @@ struct TokenizerVocab {
   TokenizerKind kind = TokenizerKind::kSpm;
   std::vector<std::string> tokens;   // [n_vocab] as stored (SPM: U+2581 for space)
   std::vector<float> scores;         // [n_vocab] or empty (all 0); SPM merge priorities
+                                     // (-infinity: never merged into, see tokenizer_hf.h)
   std::vector<TokenType> types;      // [n_vocab] or empty (all kNormal)
   std::vector<std::string> merges;   // BPE: "left right", earlier = higher priority
   std::string pre;                   // BPE pre-tokenizer (tokenizer.ggml.pre); "" = gpt-2
+  bool normalize_nfc = false;        // text -> Unicode NFC before the model (HF "NFC"
+                                     // normalizer; GGUF has no key for it)
 
+  // Ids: nullopt or out of range -> the default; kNoTokenId -> none.
   std::optional<int32_t> bos_id;     // SPM default 1, BPE default 11 (llama.cpp's)
   std::optional<int32_t> eos_id;     // SPM default 2, BPE default 11
   std::optional<int32_t> eot_id;     // default: found by text (<|eot_id|>, <|im_end|>, ...)
