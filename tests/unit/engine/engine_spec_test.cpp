@@ -168,7 +168,7 @@ TEST(EngineSpec, GreedyOutputIsTheSameWhateverDraftLengthIsChosen) {
     r.ignore_eos = true;
     reqs.push_back(std::move(r));
   }
-  const std::vector<RequestLog> want = run_all(*ref_engine, reqs);
+  const std::vector<RequestLog> want = run_all_requests(*ref_engine, reqs);
   ref_engine.reset();
   struct Run {
     int32_t max_seqs;
@@ -185,7 +185,7 @@ TEST(EngineSpec, GreedyOutputIsTheSameWhateverDraftLengthIsChosen) {
                                     << " rule " << static_cast<int>(run.rule));
     auto engine = make_engine(config(run.max_seqs, run.prefix, run.mode, run.rule));
     ASSERT_NE(engine, nullptr);
-    const std::vector<RequestLog> got = run_all(*engine, reqs);
+    const std::vector<RequestLog> got = run_all_requests(*engine, reqs);
     for (size_t i = 0; i < reqs.size(); ++i) {
       ASSERT_TRUE(got[i].done && !got[i].error) << i << " " << got[i].status.to_string();
       ASSERT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
