@@ -38,6 +38,14 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n);
 // dst: dtype_row_bytes(type, n) bytes.
 void quantize_row(DType type, const float* src, void* dst, int64_t n);
 
+// The quantizer of `tally quantize`: for the K-quants and i-quants an error-minimising scale
+// search (quantize_search.cpp) that minimises sum_i w_i (x_i - q_i)^2 per block, with
+// w_i = importance[i] * sqrt(sigma2 + x_i^2) when `importance` ([n], the importance matrix's
+// mean squared activation of each column) is given and w_i = sqrt(sigma2) + |x_i| without it
+// (sigma2: the block's mean square). Q4_0 / Q4_1 / Q5_0 / Q5_1 search only with importance;
+// without it, and for every other type, this is quantize_row (byte-identical to ggml).
+void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, const float* importance);
+
 // Whether dequantize_row / quantize_row handle `type`.
 bool dtype_has_row_conversion(DType type);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "tensor/dtype.h"
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
 
@@ -51,6 +52,19 @@ inline int ceil_clamp(float v, int hi) {
   if (c > static_cast<float>(hi)) return hi;
   return static_cast<int>(c);
 }
+
+// One K-quant super-block's integers before bit packing. q holds each value's stored level
+// (q2_K 0..3, q3_K 0..7 for a factor q - 4, q4_K 0..15, q5_K 0..31, q6_K 0..63 for q - 32);
+// sc / m the sub-block scales and mins as stored (q3_K: the signed s - 32 in -32..31, q6_K:
+// the int8 scale; no mins), d / dmin f16.
+struct KQuantCodes {
+  uint16_t d = 0, dmin = 0;
+  int sc[16] = {}, m[16] = {};
+  uint8_t q[256] = {};
+};
+
+// Writes one block of `type` (Q2_K..Q6_K) from its codes: the one home of the bit layouts.
+void pack_k_block(DType type, const KQuantCodes& codes, void* block);
 
 void quantize_q4_k(const float* src, BlockQ4_K* dst, int64_t n_blocks);
 void quantize_q6_k(const float* src, BlockQ6_K* dst, int64_t n_blocks);

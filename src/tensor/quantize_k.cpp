@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/check.h"
 #include "tensor/quantize_internal.h"
 
 namespace tally::detail {
@@ -100,16 +101,64 @@ int symmetric_quant(const SymmetricFit& f, float v, int e, int q_lo, int q_hi) {
   return step > 0.0f ? round_clamp(v / step, q_lo, q_hi) : 0;
 }
 
-// Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; `levels` 15 or 31. The low 4
-// bits go to qs (nibble (e%64 >= 32) of byte (e/64)*32 + e%32); bit 4, if any, to qh.
-template <typename Block>
-void quantize_q45_k_block(const float* x, Block* out, int levels, uint8_t* qh) {
+// The covering fits as KQuantCodes (quantize_internal.h), packed by pack_k_block.
+KQuantCodes q45_k_codes(const float* x, int levels) {
   const ScaleMin f = fit_scale_min(x, {8, 32, levels, 63});
-  out->d = f.d;
-  out->dmin = f.dmin;
-  q4k_pack_scales(f.sc, f.m, out->scales);
+  KQuantCodes c;
+  c.d = f.d;
+  c.dmin = f.dmin;
+  for (int j = 0; j < 8; ++j) {
+    c.sc[j] = f.sc[j];
+    c.m[j] = f.m[j];
+  }
+  for (int e = 0; e < kQKBlock; ++e) c.q[e] = static_cast<uint8_t>(fit_quant(f, x, e, 32, levels));
+  return c;
+}
+
+// Q6_K / Q3_K: symmetric, d * sc[j] * (q - half) with sc >= 0; the level -half is left unused.
+KQuantCodes symmetric_k_codes(const float* x, int half, int scale_max) {
+  const SymmetricFit f = fit_symmetric(x, half - 1, scale_max);
+  KQuantCodes c;
+  c.d = f.d;
+  for (int j = 0; j < 16; ++j) c.sc[j] = f.sc[j];
+  for (int e = 0; e < kQKBlock; ++e)
+    c.q[e] = static_cast<uint8_t>(symmetric_quant(f, x[e], e, -half, half - 1) + half);
+  return c;
+}
+
+KQuantCodes q2_k_codes(const float* x) {
+  const ScaleMin f = fit_scale_min(x, {16, 16, 3, 15});
+  KQuantCodes c;
+  c.d = f.d;
+  c.dmin = f.dmin;
+  for (int j = 0; j < 16; ++j) {
+    c.sc[j] = f.sc[j];
+    c.m[j] = f.m[j];
+  }
+  for (int e = 0; e < kQKBlock; ++e) c.q[e] = static_cast<uint8_t>(fit_quant(f, x, e, 16, 3));
+  return c;
+}
+
+// Sets element e's 2-bit field in Q2_K / Q3_K's qs (the inverse of k_quant_2bits).
+void put_2bits(uint8_t* qs, int e, int q) {
+  uint8_t& byte = qs[(e / 128) * 32 + e % 32];
+  byte = static_cast<uint8_t>(byte | ((q & 3) << (2 * ((e % 128) / 32))));
+}
+
+// Q4_K / Q5_K: the low 4 bits go to qs (nibble (e%64 >= 32) of byte (e/64)*32 + e%32); bit
+// 4, if any, to qh.
+template <typename Block>
+void pack_q45_k(const KQuantCodes& c, Block* out, uint8_t* qh) {
+  out->d = c.d;
+  out->dmin = c.dmin;
+  uint8_t sc[8], m[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = static_cast<uint8_t>(c.sc[j]);
+    m[j] = static_cast<uint8_t>(c.m[j]);
+  }
+  q4k_pack_scales(sc, m, out->scales);
   for (int e = 0; e < kQKBlock; ++e) {
-    const int q = fit_quant(f, x, e, 32, levels);
+    const int q = c.q[e];
     uint8_t& byte = out->qs[(e / 64) * 32 + e % 32];
     byte = static_cast<uint8_t>(e % 64 < 32 ? ((byte & 0xf0) | (q & 15))
                                             : ((byte & 0x0f) | ((q & 15) << 4)));
@@ -117,15 +166,12 @@ void quantize_q45_k_block(const float* x, Block* out, int levels, uint8_t* qh) {
   }
 }
 
-// One Q6_K super-block: symmetric, values are d * scales[j] * (q - 32) with scales[j] >= 0.
-void quantize_q6_k_block(const float* x, BlockQ6_K* out) {
-  const SymmetricFit f = fit_symmetric(x, 31, 127);
-  out->d = f.d;
-  for (int j = 0; j < 16; ++j) out->scales[j] = static_cast<int8_t>(f.sc[j]);
-  std::fill(out->ql, out->ql + sizeof(out->ql), 0);
-  std::fill(out->qh, out->qh + sizeof(out->qh), 0);
+// Q6_K: values are d * scales[j] * (q - 32), scales int8.
+void pack_q6_k(const KQuantCodes& c, BlockQ6_K* out) {
+  out->d = c.d;
+  for (int j = 0; j < 16; ++j) out->scales[j] = static_cast<int8_t>(c.sc[j]);
   for (int e = 0; e < 256; ++e) {
-    const int q = symmetric_quant(f, x[e], e, -32, 31) + 32;
+    const int q = c.q[e];
     // Inverse of q6k_quant's bit placement.
     const int half = e / 128, quarter = (e % 128) / 32, l = e % 32;
     uint8_t& lo_byte = out->ql[half * 64 + (quarter & 1) * 32 + l];
@@ -135,67 +181,72 @@ void quantize_q6_k_block(const float* x, BlockQ6_K* out) {
   }
 }
 
-// Sets element e's 2-bit field in Q2_K / Q3_K's qs (the inverse of k_quant_2bits).
-void put_2bits(uint8_t* qs, int e, int q) {
-  uint8_t& byte = qs[(e / 128) * 32 + e % 32];
-  byte = static_cast<uint8_t>(byte | ((q & 3) << (2 * ((e % 128) / 32))));
-}
-
-// One Q3_K super-block: symmetric, d * (s - 32) * (q - 4) with s - 32 in 0..31 and q - 4 in
-// -3..3 (the level -4 is left unused, as Q6_K leaves -32).
-void quantize_q3_k_block(const float* x, BlockQ3_K* out) {
-  const SymmetricFit f = fit_symmetric(x, 3, 31);
-  out->d = f.d;
+// Q3_K: d * (s - 32) * (q - 4), sc = s - 32 in -32..31, q in 0..7.
+void pack_q3_k(const KQuantCodes& c, BlockQ3_K* out) {
+  out->d = c.d;
   uint8_t s[16];
-  for (int j = 0; j < 16; ++j) s[j] = static_cast<uint8_t>(f.sc[j] + 32);
+  for (int j = 0; j < 16; ++j) s[j] = static_cast<uint8_t>(c.sc[j] + 32);
   q3k_pack_scales(s, out->scales);
   for (int e = 0; e < kQKBlock; ++e) {
-    const int q = symmetric_quant(f, x[e], e, -4, 3) + 4;
+    const int q = c.q[e];
     put_2bits(out->qs, e, q);
     out->hmask[e % 32] = static_cast<uint8_t>(out->hmask[e % 32] | ((q >> 2) << (e / 32)));
   }
 }
 
-void quantize_q2_k_block(const float* x, BlockQ2_K* out) {
-  const ScaleMin f = fit_scale_min(x, {16, 16, 3, 15});
-  out->d = f.d;
-  out->dmin = f.dmin;
-  for (int j = 0; j < 16; ++j) out->scales[j] = static_cast<uint8_t>(f.sc[j] | (f.m[j] << 4));
-  for (int e = 0; e < kQKBlock; ++e) put_2bits(out->qs, e, fit_quant(f, x, e, 16, 3));
+void pack_q2_k(const KQuantCodes& c, BlockQ2_K* out) {
+  out->d = c.d;
+  out->dmin = c.dmin;
+  for (int j = 0; j < 16; ++j) out->scales[j] = static_cast<uint8_t>(c.sc[j] | (c.m[j] << 4));
+  for (int e = 0; e < kQKBlock; ++e) put_2bits(out->qs, e, c.q[e]);
 }
 
 }  // namespace
 
-void quantize_q4_k(const float* src, BlockQ4_K* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    dst[b] = BlockQ4_K{};
-    quantize_q45_k_block(src + b * kQKBlock, &dst[b], 15, nullptr);
+void pack_k_block(DType type, const KQuantCodes& c, void* block) {
+  switch (type) {
+    case DType::kQ2_K:
+      *static_cast<BlockQ2_K*>(block) = BlockQ2_K{};
+      return pack_q2_k(c, static_cast<BlockQ2_K*>(block));
+    case DType::kQ3_K:
+      *static_cast<BlockQ3_K*>(block) = BlockQ3_K{};
+      return pack_q3_k(c, static_cast<BlockQ3_K*>(block));
+    case DType::kQ4_K:
+      *static_cast<BlockQ4_K*>(block) = BlockQ4_K{};
+      return pack_q45_k(c, static_cast<BlockQ4_K*>(block), nullptr);
+    case DType::kQ5_K: {
+      auto* b = static_cast<BlockQ5_K*>(block);
+      *b = BlockQ5_K{};
+      return pack_q45_k(c, b, b->qh);
+    }
+    case DType::kQ6_K:
+      *static_cast<BlockQ6_K*>(block) = BlockQ6_K{};
+      return pack_q6_k(c, static_cast<BlockQ6_K*>(block));
+    default:
+      TALLY_CHECK(false, "pack_k_block: {} is not a K-quant", dtype_name(type));
   }
+}
+
+void quantize_q4_k(const float* src, BlockQ4_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) pack_k_block(DType::kQ4_K, q45_k_codes(src + b * kQKBlock, 15), &dst[b]);
 }
 
 void quantize_q5_k(const float* src, BlockQ5_K* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    dst[b] = BlockQ5_K{};
-    quantize_q45_k_block(src + b * kQKBlock, &dst[b], 31, dst[b].qh);
-  }
+  for (int64_t b = 0; b < n_blocks; ++b) pack_k_block(DType::kQ5_K, q45_k_codes(src + b * kQKBlock, 31), &dst[b]);
 }
 
 void quantize_q6_k(const float* src, BlockQ6_K* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) quantize_q6_k_block(src + b * kQKBlock, &dst[b]);
+  for (int64_t b = 0; b < n_blocks; ++b)
+    pack_k_block(DType::kQ6_K, symmetric_k_codes(src + b * kQKBlock, 32, 127), &dst[b]);
 }
 
 void quantize_q3_k(const float* src, BlockQ3_K* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    dst[b] = BlockQ3_K{};
-    quantize_q3_k_block(src + b * kQKBlock, &dst[b]);
-  }
+  for (int64_t b = 0; b < n_blocks; ++b)
+    pack_k_block(DType::kQ3_K, symmetric_k_codes(src + b * kQKBlock, 4, 31), &dst[b]);
 }
 
 void quantize_q2_k(const float* src, BlockQ2_K* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    dst[b] = BlockQ2_K{};
-    quantize_q2_k_block(src + b * kQKBlock, &dst[b]);
-  }
+  for (int64_t b = 0; b < n_blocks; ++b) pack_k_block(DType::kQ2_K, q2_k_codes(src + b * kQKBlock), &dst[b]);
 }
 
 }  // namespace tally::detail

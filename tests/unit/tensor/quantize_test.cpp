@@ -49,6 +49,16 @@ std::vector<float> round_trip(DType type, const std::vector<float>& x) {
   return y;
 }
 
+// Through tally quantize's quantizer (the weighted scale search), with an optional importance.
+std::vector<float> search_round_trip(DType type, const std::vector<float>& x, const float* importance = nullptr) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> q(dtype_row_bytes(type, n));
+  quantize_row_weighted(type, x.data(), q.data(), n, importance);
+  std::vector<float> y(n);
+  dequantize_row(type, q.data(), y.data(), n);
+  return y;
+}
+
 // Largest |error| / largest |x| over each `group` elements; the max over groups.
 double worst_relative_error(const std::vector<float>& x, const std::vector<float>& y, int group) {
   double worst = 0.0;
@@ -208,9 +218,10 @@ TEST(Quantize, MoreBitsMeanLessError) {
   EXPECT_LT(rms(DType::kQ8_0), rms(DType::kQ5_1));
 }
 
-// docs/quantization.md's RMSE table: each type's round-trip RMSE on N(0, 1) data is at most
+// docs/quantization.md's RMSE table: each type's round-trip RMSE on N(0, 1) data through
+// tally quantize's quantizer (quantize_row_weighted without an importance matrix) is at most
 // the figure there (rounded up in the last digit), and within 10% of it, so the table stays
-// true when a quantizer changes.
+// true when a quantizer changes; and never above the covering reference quantize_row's.
 TEST(Quantize, RmsErrorPerType) {
   std::mt19937 rng(13);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -222,22 +233,68 @@ TEST(Quantize, RmsErrorPerType) {
       {DType::kQ4_1, 0.0783},
       {DType::kQ5_0, 0.0426},
       {DType::kQ5_1, 0.0378},
-      {DType::kQ2_K, 0.356},
-      {DType::kQ3_K, 0.204},
-      {DType::kQ4_K, 0.0799},
-      {DType::kQ5_K, 0.0392},
-      {DType::kQ6_K, 0.0197},
-      {DType::kIQ4_NL, 0.0798},
-      {DType::kIQ4_XS, 0.0812}
+      {DType::kQ2_K, 0.268},
+      {DType::kQ3_K, 0.146},
+      {DType::kQ4_K, 0.0707},
+      {DType::kQ5_K, 0.0350},
+      {DType::kQ6_K, 0.0170},
+      {DType::kIQ4_NL, 0.0752},
+      {DType::kIQ4_XS, 0.0758}
   };
   for (const auto& [type, rmse] : documented) {
-    const auto y = round_trip(type, g);
-    double se = 0.0;
-    for (size_t i = 0; i < g.size(); ++i) se += (g[i] - y[i]) * double(g[i] - y[i]);
-    const double got = std::sqrt(se / static_cast<double>(g.size()));
-    std::printf("rmse %-7s %.5f\n", std::string(dtype_name(type)).c_str(), got);
+    const auto rmse_of = [&g](const std::vector<float>& y) {
+      double se = 0.0;
+      for (size_t i = 0; i < g.size(); ++i) se += (g[i] - y[i]) * double(g[i] - y[i]);
+      return std::sqrt(se / static_cast<double>(g.size()));
+    };
+    const double got = rmse_of(search_round_trip(type, g));
+    const double reference = rmse_of(round_trip(type, g));
+    std::printf("rmse %-7s %.5f (quantize_row %.5f)\n", std::string(dtype_name(type)).c_str(), got, reference);
+    EXPECT_LE(got, reference) << dtype_name(type);
     EXPECT_LE(got, rmse) << dtype_name(type);
     EXPECT_GE(got, rmse * 0.9) << dtype_name(type);
+  }
+}
+
+// With an importance matrix the scale search trades error on unimportant columns for error
+// on important ones: the importance-weighted squared error must fall for every type that
+// takes one.
+TEST(Quantize, ImportanceLowersWeightedError) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int64_t kCols = 512, kRows = 32;
+  std::vector<float> importance(kCols);
+  for (int64_t i = 0; i < kCols; ++i) importance[i] = (i % 7 == 0) ? 50.0f : 0.5f + 0.01f * static_cast<float>(i % 13);
+  std::vector<float> row(kCols);
+  for (DType type : {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL,
+                     DType::kIQ4_XS, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
+    double plain = 0.0, weighted = 0.0;
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (auto& v : row) v = normal(rng);
+      const auto y0 = search_round_trip(type, row);
+      const auto y1 = search_round_trip(type, row, importance.data());
+      for (int64_t i = 0; i < kCols; ++i) {
+        plain += importance[i] * double(row[i] - y0[i]) * (row[i] - y0[i]);
+        weighted += importance[i] * double(row[i] - y1[i]) * (row[i] - y1[i]);
+      }
+    }
+    std::printf("weighted error %-7s without %.5f with importance %.5f\n", std::string(dtype_name(type)).c_str(),
+                plain, weighted);
+    EXPECT_LT(weighted, plain * 0.95) << dtype_name(type);
+  }
+}
+
+// Without importance, Q4_0..Q5_1 stay ggml's reference bytes (tally quantize's path).
+TEST(Quantize, WeightedWithoutImportanceKeepsReferenceBytes) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(256);
+  for (auto& v : x) v = normal(rng);
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1}) {
+    std::vector<uint8_t> a(dtype_row_bytes(type, 256)), b(a.size());
+    quantize_row(type, x.data(), a.data(), 256);
+    quantize_row_weighted(type, x.data(), b.data(), 256, nullptr);
+    EXPECT_EQ(a, b) << dtype_name(type);
   }
 }
 

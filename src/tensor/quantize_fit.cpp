@@ -1,0 +1,174 @@
+// Weighted scale searches for one group of values (quantize_fit.h). The approach, in words:
+// a group's best step is near the one that maps its extreme to the outermost level, but
+// rounding makes the error a ragged function of the step, so ~20 candidate steps a little on
+// either side are tried; under each, every value takes its nearest level, and the weighted
+// least-squares scale (and offset) for those levels is solved in closed form. The candidate
+// with the least weighted error wins. (Published as the "scale search" of llama.cpp's
+// k-quants; written here from that description.)
+#include "tensor/quantize_fit.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize_internal.h"
+
+namespace tally::detail {
+
+namespace {
+
+constexpr int kSearchSteps = 10;     // candidates each side of the extreme's step
+constexpr float kSearchDelta = 0.1f;  // in levels
+
+int clamp_level(float v, int lo, int hi) {
+  const float r = std::nearbyint(v);
+  if (!(r >= static_cast<float>(lo))) return lo;  // NaN too
+  return r > static_cast<float>(hi) ? hi : static_cast<int>(r);
+}
+
+// Midpoints between neighbouring grid values: code c is nearest for v in (mid[c-1], mid[c]].
+struct Iq4Midpoints {
+  float mid[15];
+  Iq4Midpoints() {
+    for (int c = 0; c < 15; ++c) mid[c] = 0.5f * static_cast<float>(kIq4Values[c] + kIq4Values[c + 1]);
+  }
+};
+const Iq4Midpoints kIq4Mid;
+
+int iq4_nearest(float v) {
+  return static_cast<int>(std::upper_bound(kIq4Mid.mid, kIq4Mid.mid + 15, v) - kIq4Mid.mid);
+}
+
+float signed_extreme(const float* x, int n) {
+  float extreme = 0.0f;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > std::fabs(extreme)) extreme = x[i];
+  return extreme;
+}
+
+}  // namespace
+
+void group_weights(const float* x, const float* importance, int n, float sigma2, float* w) {
+  if (importance) {
+    for (int i = 0; i < n; ++i) w[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
+  } else {
+    const float rms = std::sqrt(sigma2);
+    for (int i = 0; i < n; ++i) w[i] = rms + std::fabs(x[i]);
+  }
+}
+
+double group_error(const float* x, const float* w, int n, float scale, float offset, int q_lo, int q_hi,
+                   uint8_t* q) {
+  const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+  double err = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const int l = scale != 0.0f ? clamp_level((x[i] + offset) * inv, q_lo, q_hi) : std::clamp(0, q_lo, q_hi);
+    const float diff = x[i] - (scale * static_cast<float>(l) - offset);
+    err += static_cast<double>(w[i]) * diff * diff;
+    if (q) q[i] = static_cast<uint8_t>(l - q_lo);
+  }
+  return err;
+}
+
+float fit_symmetric_group(const float* x, const float* w, int n, int q_lo, int q_hi) {
+  const float extreme = signed_extreme(x, n);
+  if (extreme == 0.0f) return 0.0f;
+  double best_gain = -1.0;
+  float best_scale = 0.0f;
+  // The extreme on the longer side (q_lo) first, then on the shorter one.
+  for (const int end : {q_lo, -q_hi}) {
+    for (int is = -kSearchSteps; is <= kSearchSteps; ++is) {
+      const float iscale = (static_cast<float>(end) + kSearchDelta * static_cast<float>(is)) / extreme;
+      double slx = 0.0, sl2 = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const auto l = static_cast<double>(clamp_level(iscale * x[i], q_lo, q_hi));
+        slx += w[i] * l * x[i];
+        sl2 += w[i] * l * l;
+      }
+      // Error at the least-squares scale: sum w x^2 - slx^2 / sl2; so maximise slx^2 / sl2.
+      if (sl2 > 0.0 && slx * slx / sl2 > best_gain) {
+        best_gain = slx * slx / sl2;
+        best_scale = static_cast<float>(slx / sl2);
+      }
+    }
+  }
+  return best_scale;
+}
+
+AffineFit fit_affine_group(const float* x, const float* w, int n, int q_hi, bool offset_nonnegative) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  if (offset_nonnegative) lo = std::min(lo, 0.0f);
+  if (hi <= lo) return {0.0f, -lo};
+  const auto levels = static_cast<float>(q_hi);
+  AffineFit best{(hi - lo) / levels, -lo};  // the covering fit
+  double best_err = group_error(x, w, n, best.scale, best.offset, 0, q_hi, nullptr);
+  for (int is = -kSearchSteps; is <= kSearchSteps; ++is) {
+    const float iscale = (levels + kSearchDelta * static_cast<float>(is)) / (hi - lo);
+    double sw = 0.0, sl = 0.0, sl2 = 0.0, sx = 0.0, slx = 0.0;
+    for (int i = 0; i < n; ++i) {
+      const auto l = static_cast<double>(clamp_level(iscale * (x[i] - lo), 0, q_hi));
+      sw += w[i];
+      sl += w[i] * l;
+      sl2 += w[i] * l * l;
+      sx += w[i] * x[i];
+      slx += w[i] * l * x[i];
+    }
+    // x ≈ a * l + b by weighted least squares.
+    const double det = sw * sl2 - sl * sl;
+    if (!(det > 0.0)) continue;
+    double a = (sw * slx - sl * sx) / det;
+    double b = (sl2 * sx - sl * slx) / det;
+    if (offset_nonnegative && b > 0.0) {
+      b = 0.0;
+      a = slx / sl2;
+    }
+    if (!(a > 0.0)) continue;
+    const AffineFit cand{static_cast<float>(a), static_cast<float>(-b)};
+    const double err = group_error(x, w, n, cand.scale, cand.offset, 0, q_hi, nullptr);
+    if (err < best_err) {
+      best_err = err;
+      best = cand;
+    }
+  }
+  return best;
+}
+
+double iq4_group_error(const float* x, const float* w, int n, float scale, uint8_t* codes) {
+  const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+  double err = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const int c = iq4_nearest(x[i] * inv);
+    const float diff = x[i] - scale * static_cast<float>(kIq4Values[c]);
+    err += static_cast<double>(w[i]) * diff * diff;
+    if (codes) codes[i] = static_cast<uint8_t>(c);
+  }
+  return err;
+}
+
+float fit_iq4_group(const float* x, const float* w, int n) {
+  const float extreme = signed_extreme(x, n);
+  if (extreme == 0.0f) return 0.0f;
+  double best_gain = -1.0;
+  float best_scale = 0.0f;
+  for (int is = -kSearchSteps; is <= kSearchSteps; ++is) {
+    // The extreme near the grid's far end (-127), a little inside or outside it.
+    const float iscale = (static_cast<float>(kIq4Values[0]) + static_cast<float>(is)) / extreme;
+    double sgx = 0.0, sg2 = 0.0;
+    for (int i = 0; i < n; ++i) {
+      const auto g = static_cast<double>(kIq4Values[iq4_nearest(iscale * x[i])]);
+      sgx += w[i] * g * x[i];
+      sg2 += w[i] * g * g;
+    }
+    if (sg2 > 0.0 && sgx * sgx / sg2 > best_gain) {
+      best_gain = sgx * sgx / sg2;
+      best_scale = static_cast<float>(sgx / sg2);
+    }
+  }
+  return best_scale;
+}
+
+}  // namespace tally::detail
