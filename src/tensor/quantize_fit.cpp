@@ -49,12 +49,16 @@ float signed_extreme(const float* x, int n) {
 }  // namespace
 
 void group_weights(const float* x, const float* importance, int n, float sigma2, float* w) {
+  double total = 0.0;
   if (importance) {
-    for (int i = 0; i < n; ++i) w[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
-  } else {
-    const float rms = std::sqrt(sigma2);
-    for (int i = 0; i < n; ++i) w[i] = rms + std::fabs(x[i]);
+    for (int i = 0; i < n; ++i) {
+      w[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
+      total += w[i];
+    }
   }
+  if (total > 0.0) return;  // else (no importance, or none for this group): the values alone
+  const float rms = std::sqrt(sigma2);
+  for (int i = 0; i < n; ++i) w[i] = rms + std::fabs(x[i]);
 }
 
 double group_error(const float* x, const float* w, int n, float scale, float offset, int q_lo, int q_hi,

@@ -39,7 +39,8 @@ double iq4_group_error(const float* x, const float* w, int n, float scale, uint8
 // w_i = importance_i * sqrt(sigma2 + x_i^2) with sigma2 the mean square of the block, or
 // sqrt(sigma2) + |x_i| without importance (values far from zero matter a little more: they
 // carry more of a dot product; these are the weightings llama.cpp describes for its k-quants,
-// and on N(0,1) data they cost ~1% RMSE against uniform weights). n values; w: [n].
+// and on N(0,1) data they cost ~1% RMSE against uniform weights). A group whose importance
+// is all zero (a matrix that saw no token) takes the weights without importance. w: [n].
 void group_weights(const float* x, const float* importance, int n, float sigma2, float* w);
 
 }  // namespace tally::detail
