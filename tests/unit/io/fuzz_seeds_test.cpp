@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "io/gguf.h"
+#include "io/imatrix_file.h"
 #include "io/llama2c.h"
 #include "support/test_data.h"
 
@@ -21,6 +22,17 @@ TEST(FuzzSeeds, EveryGgufSeedParses) {
     ++n;
   }
   EXPECT_GE(n, 4);
+}
+
+TEST(FuzzSeeds, EveryImatrixSeedParses) {
+  const std::string dir = tally_test::repo_path("tests/fuzz/corpus/imatrix");
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    auto m = imatrix_read(entry.path().string());
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    ++n;
+  }
+  EXPECT_GE(n, 3);
 }
 
 // Same framing as llama2c_fuzz.cpp: u32 checkpoint length, checkpoint, tokenizer.
