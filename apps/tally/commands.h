@@ -17,6 +17,7 @@ Runner add_convert_command(CLI::App& app);
 Runner add_plan_command(CLI::App& app);
 Runner add_quantize_command(CLI::App& app);
 Runner add_perplexity_command(CLI::App& app);
+Runner add_imatrix_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 // `tally bench` without a subcommand (cmd_bench_model.cpp): adds its flags to `bench`.

@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   add("quantize", "Quantize a GGUF model to a llama.cpp file type (Q4_K_M, Q8_0, ...)", add_quantize_command);
   add("perplexity", "Perplexity of a model over a text (llama.cpp's method: the second half of each chunk)",
       add_perplexity_command);
+  add("imatrix", "Importance matrix of a model over calibration text (llama.cpp's imatrix GGUF)",
+      add_imatrix_command);
   add("plan", "Memory ledger: weights, activations, KV cache and what fits a budget", add_plan_command);
   add("serve", "OpenAI-compatible HTTP server (completions, chat, streaming, /metrics)", add_serve_command);
   add("bench", "Benchmarks: a model's prefill/decode speed, the engine's throughput, or a server under load", add_bench_command);

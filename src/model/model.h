@@ -27,6 +27,7 @@
 #include "model/forward_scratch.h"
 #include "model/kv_storage.h"
 #include "model/model_config.h"
+#include "model/matmul_observer.h"
 #include "model/model_weights.h"
 
 namespace tally {
@@ -55,8 +56,9 @@ class Model {
   // Runs the batch: writes K/V of its tokens into `kv` at their slots and writes
   // logits [batch.logit_rows.size()][n_vocab]. A batch that does not fit the model, the cache
   // or the scratch (see validate_batch) is an InvalidArgument and changes nothing.
+  // `observer`, when given, sees the input of every matrix product (matmul_observer.h).
   Status forward(const Batch& batch, KvStorage& kv, ForwardScratch& scratch, ThreadPool& pool,
-                 float* logits) const;
+                 float* logits, MatmulObserver* observer = nullptr) const;
 
  private:
   Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights, const Backend& backend);

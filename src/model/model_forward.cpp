@@ -15,9 +15,11 @@ namespace {
 // One call of forward(): the batch, its buffers and the per-step tables.
 class ForwardStep {
  public:
-  ForwardStep(const Model& m, const Batch& b, KvStorage& kv, ForwardScratch& s, ThreadPool& pool)
+  ForwardStep(const Model& m, const Batch& b, KvStorage& kv, ForwardScratch& s, ThreadPool& pool,
+              MatmulObserver* observer)
       : be_(m.backend()), c_(m.config()), w_(m.weights()), freqs_(m.rope_freqs()),
-        local_freqs_(m.local_rope_freqs()), b_(b), kv_(kv), s_(s), pool_(pool), n_(b.n_tokens()) {}
+        local_freqs_(m.local_rope_freqs()), b_(b), kv_(kv), s_(s), pool_(pool), observer_(observer),
+        n_(b.n_tokens()) {}
 
   void run(float* logits) {
     prepare();
@@ -33,6 +35,13 @@ class ForwardStep {
   }
 
  private:
+  // The one place the forward pass reports a product's input (imatrix collection).
+  void observe(io::GgufTensor t, int64_t layer, const float* x, int64_t n_rows, int64_t n_cols,
+               int64_t expert = -1) {
+    if (observer_)
+      observer_->observe({t, static_cast<int32_t>(layer), static_cast<int32_t>(expert)}, x, n_rows, n_cols);
+  }
+
   // KV slots of the tokens, block tables of the sequences, rope angles of the positions.
   void prepare() {
     table_is_local_ = false;
@@ -72,6 +81,8 @@ class ForwardStep {
     const LayerWeights& lw = w_.layers[l];
     be_.rmsnorm(s_.x, lw.attn_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
     const MatmulOutput qkv[] = {{&lw.wq, s_.q}, {&lw.wk, s_.k}, {&lw.wv, s_.v}};
+    for (io::GgufTensor t : {io::GgufTensor::kAttnQ, io::GgufTensor::kAttnK, io::GgufTensor::kAttnV})
+      observe(t, l, s_.xn, n_, c_.n_embd);
     be_.matmul_shared_input(qkv, s_.xn, n_, pool_);
     if (c_.arch->qkv_bias) {
       be_.add_bias(s_.q, lw.bq.data(), n_, c_.q_dim(), pool_);
@@ -105,6 +116,7 @@ class ForwardStep {
     a.softcap = c_.attn_softcap;
     be_.attention(a, pool_);
 
+    observe(io::GgufTensor::kAttnOut, l, s_.att, n_, lw.wo.n_in);
     be_.matmul(lw.wo, s_.att, n_, s_.xn, pool_);
     add_block_output(lw.attn_post_norm);
   }
@@ -128,11 +140,14 @@ class ForwardStep {
     const LayerWeights& lw = w_.layers[l];
     be_.rmsnorm(s_.x, lw.ffn_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
     const MatmulOutput gate_up[] = {{&lw.w_gate, s_.gate}, {&lw.w_up, s_.up}};
+    observe(io::GgufTensor::kFfnGate, l, s_.xn, n_, c_.n_embd);
+    observe(io::GgufTensor::kFfnUp, l, s_.xn, n_, c_.n_embd);
     be_.matmul_shared_input(gate_up, s_.xn, n_, pool_);
     if (c_.arch->ffn_act == FfnActivation::kGeluTanh)
       be_.gelu_mul(s_.gate, s_.up, n_, c_.n_ff, pool_);
     else
       be_.silu_mul(s_.gate, s_.up, n_, c_.n_ff, pool_);
+    observe(io::GgufTensor::kFfnDown, l, s_.gate, n_, lw.w_down.n_in);
     be_.matmul(lw.w_down, s_.gate, n_, s_.xn, pool_);
     add_block_output(lw.ffn_post_norm);
   }
@@ -145,6 +160,7 @@ class ForwardStep {
   void moe_block(int64_t l) {
     const LayerWeights& lw = w_.layers[l];
     be_.rmsnorm(s_.x, lw.ffn_norm.data(), s_.xn, n_, c_.n_embd, c_.norm_eps, pool_);
+    observe(io::GgufTensor::kFfnGateInp, l, s_.xn, n_, c_.n_embd);
     be_.matmul(lw.router, s_.xn, n_, s_.moe_logits, pool_);
     const MoeRoutingShape shape{n_, c_.n_expert, c_.n_expert_used, c_.arch->moe_norm_topk};
     moe_route(s_.moe_logits, shape, s_.routing);
@@ -157,12 +173,14 @@ class ForwardStep {
       if (count == 0) continue;
       const int32_t* tokens = s_.routing.tokens + begin;
       be_.get_rows(xn_rows, tokens, count, s_.moe_in, pool_);
-      run_swiglu(lw.exp_gate[e], lw.exp_up[e], lw.exp_down[e], s_.moe_in, count, nullptr);
+      run_swiglu(lw.exp_gate[e], lw.exp_up[e], lw.exp_down[e], s_.moe_in, count, nullptr, nullptr,
+                 {l, e, io::GgufTensor::kFfnGateExps, io::GgufTensor::kFfnUpExps, io::GgufTensor::kFfnDownExps});
       be_.add_rows_scaled(s_.moe_acc, s_.moe_out, tokens, s_.routing.weights + begin, count, c_.n_embd, pool_);
     }
     if (c_.n_ff_shexp > 0) {
       float* gate_logit = s_.moe_logits;  // [n_tokens][1]: the router logits are spent
-      run_swiglu(lw.w_gate, lw.w_up, lw.w_down, s_.xn, n_, &lw.shexp_gate_inp, gate_logit);
+      run_swiglu(lw.w_gate, lw.w_up, lw.w_down, s_.xn, n_, &lw.shexp_gate_inp, gate_logit,
+                 {l, -1, io::GgufTensor::kFfnGateShexp, io::GgufTensor::kFfnUpShexp, io::GgufTensor::kFfnDownShexp});
       float* gate_weight = s_.routing.weights;  // [n_tokens]: the dispatch weights are spent
       for (int64_t t = 0; t < n_; ++t) gate_weight[t] = 1.0f / (1.0f + std::exp(-gate_logit[t]));
       be_.add_rows_scaled(s_.moe_acc, s_.moe_out, nullptr, gate_weight, n_, c_.n_embd, pool_);
@@ -172,11 +190,20 @@ class ForwardStep {
 
   // moe_out = down(silu(in · gate) * (in · up)) for n rows; with `extra`, extra_out = in · extra
   // in the same pass over the input (the shared expert's gate).
+  // `site` names the three matrices for the observer.
+  struct SwigluSite {
+    int64_t layer, expert;
+    io::GgufTensor gate, up, down;
+  };
   void run_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, const float* in,
-                  int64_t n, const WeightMatrix* extra, float* extra_out = nullptr) {
+                  int64_t n, const WeightMatrix* extra, float* extra_out, const SwigluSite& site) {
     const MatmulOutput outs[] = {{&gate, s_.gate}, {&up, s_.up}, {extra, extra_out}};
+    observe(site.gate, site.layer, in, n, gate.n_in, site.expert);
+    observe(site.up, site.layer, in, n, up.n_in, site.expert);
+    if (extra) observe(io::GgufTensor::kFfnGateInpShexp, site.layer, in, n, extra->n_in);
     be_.matmul_shared_input(std::span(outs, extra ? 3 : 2), in, n, pool_);
     be_.silu_mul(s_.gate, s_.up, n, gate.n_out, pool_);
+    observe(site.down, site.layer, s_.gate, n, down.n_in, site.expert);
     be_.matmul(down, s_.gate, n, s_.moe_out, pool_);
   }
 
@@ -188,6 +215,7 @@ class ForwardStep {
     const WeightMatrix x_rows{DType::kF32, c_.n_embd, n_, reinterpret_cast<const uint8_t*>(s_.x), row_bytes};
     be_.get_rows(x_rows, b_.logit_rows.data(), n_rows, s_.xn, pool_);
     be_.rmsnorm(s_.xn, w_.output_norm.data(), s_.xn, n_rows, c_.n_embd, c_.norm_eps, pool_);
+    observe(io::GgufTensor::kOutput, -1, s_.xn, n_rows, c_.n_embd);
     be_.matmul(w_.output, s_.xn, n_rows, logits, pool_);
     if (c_.final_softcap > 0.0f) be_.softcap(logits, c_.final_softcap, n_rows * c_.n_vocab, pool_);
   }
@@ -201,6 +229,7 @@ class ForwardStep {
   KvStorage& kv_;
   ForwardScratch& s_;
   ThreadPool& pool_;
+  MatmulObserver* observer_;  // null unless the caller collects (imatrix)
   const int64_t n_;
   bool table_is_local_ = false;  // whose frequencies the rope tables hold
 };
@@ -208,7 +237,7 @@ class ForwardStep {
 }  // namespace
 
 Status Model::forward(const Batch& batch, KvStorage& kv, ForwardScratch& scratch, ThreadPool& pool,
-                      float* logits) const {
+                      float* logits, MatmulObserver* observer) const {
   if (!scratch.fits(config_))
     return make_error(ErrorCode::kInvalidArgument, "forward: the scratch buffers were sized for another model");
   const KvStorageShape& ks = kv.shape();
@@ -224,7 +253,7 @@ Status Model::forward(const Batch& batch, KvStorage& kv, ForwardScratch& scratch
     return make_error(ErrorCode::kInvalidArgument, "forward: {} logit rows requested but no logits buffer",
                       batch.logit_rows.size());
   if (batch.n_tokens() == 0) return Status::ok_status();
-  ForwardStep(*this, batch, kv, scratch, pool).run(logits);
+  ForwardStep(*this, batch, kv, scratch, pool, observer).run(logits);
   return Status::ok_status();
 }
 

@@ -31,13 +31,14 @@ Result<PerplexityResult> perplexity(const Model& model, std::span<const int32_t>
   const int64_t n_ctx = o.n_ctx;
   if (n_ctx < 4) return make_error(ErrorCode::kInvalidArgument, "perplexity: context {} is below 4 tokens", n_ctx);
   const auto n_tokens = static_cast<int64_t>(tokens.size());
-  const int64_t n_chunks = n_tokens / n_ctx;
+  int64_t n_chunks = n_tokens / n_ctx;
   if (n_chunks == 0) {
     return make_error(ErrorCode::kInvalidArgument,
                       "perplexity: the text has {} tokens, fewer than one chunk of {} (use a longer text or a "
                       "smaller --ctx)",
                       n_tokens, n_ctx);
   }
+  if (o.max_chunks > 0) n_chunks = std::min(n_chunks, o.max_chunks);
   const ModelConfig& config = model.config();
   const int64_t n_blocks = (n_ctx + kPerplexityBlockSize - 1) / kPerplexityBlockSize;
   KvStorageShape shape = KvStorageShape::for_model(config, n_blocks, kPerplexityBlockSize, o.kv_type);
@@ -62,7 +63,7 @@ Result<PerplexityResult> perplexity(const Model& model, std::span<const int32_t>
     std::copy_n(tokens.begin() + c * n_ctx, n_ctx, chunk.begin());
     if (o.bos) chunk[0] = *o.bos;
     const Batch batch{chunk, positions, seq_index, seqs, rows};
-    TALLY_RETURN_IF_ERROR(model.forward(batch, kv, scratch, pool, logits.data()));
+    TALLY_RETURN_IF_ERROR(model.forward(batch, kv, scratch, pool, logits.data(), o.observer));
     for (size_t k = 0; k < rows.size(); ++k) {
       const float* row = logits.data() + k * config.n_vocab;
       if (o.on_row) TALLY_RETURN_IF_ERROR(o.on_row({row, static_cast<size_t>(config.n_vocab)}, chunk[rows[k] + 1]));

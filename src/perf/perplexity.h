@@ -25,6 +25,8 @@ struct PerplexityOptions {
   int n_threads = 0;                  // 0 = one per hardware thread
   DType kv_type = DType::kF32;
   std::optional<int32_t> bos;         // the token that replaces each chunk's first
+  int64_t max_chunks = 0;             // 0 = every whole chunk of the text
+  MatmulObserver* observer = nullptr;  // sees every product's input (tally imatrix)
   // After each chunk: chunks done, of the total, and the perplexity so far.
   std::function<void(int64_t done, int64_t total, double ppl)> on_chunk;
   // Each scored row in order: its logits [n_vocab] and the token they should predict (KL
