@@ -1,5 +1,5 @@
 // tally quantize IN.gguf OUT.gguf TYPE [--pure] [--output-tensor-type T]
-//   [--token-embedding-type T] [--threads N] [--overwrite]
+//   [--token-embedding-type T] [--imatrix FILE] [--threads N] [--overwrite]
 #include <chrono>
 
 #include <fmt/format.h>
@@ -43,9 +43,10 @@ int run_quantize(QuantizeArgs args) {
   if (!s.ok()) return report_error(s.status());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print(stderr,
-             "tally: wrote {} ({}{}): {} tensors, {} quantized ({} in a fallback type), {:.1f} MiB -> {:.1f} MiB "
-             "in {:.1f} s on {} threads\n",
+             "tally: wrote {} ({}{}): {} tensors, {} quantized ({} in a fallback type, {} with the importance "
+             "matrix), {:.1f} MiB -> {:.1f} MiB in {:.1f} s on {} threads\n",
              o.output_path, s->scheme.llama.name, o.pure ? ", pure" : "", s->n_tensors, s->n_quantized, s->n_fallback,
+             s->n_imatrix,
              s->input_bytes / 1048576.0, s->output_bytes / 1048576.0, seconds, s->n_threads);
   return kExitOk;
 }
@@ -63,6 +64,9 @@ Runner add_quantize_command(CLI::App& app) {
   app.add_flag("--pure", o.pure, "Every matrix in the type's base type (no mix; output and embedding too)");
   app.add_option("--output-tensor-type", args->output_tensor_type, "Type of output.weight (e.g. q8_0, f16)");
   app.add_option("--token-embedding-type", args->token_embedding_type, "Type of token_embd.weight (e.g. q8_0)");
+  app.add_option("--imatrix", o.imatrix_path,
+                 "Importance matrix (tally imatrix / llama-imatrix, GGUF or .dat): weights each column's error")
+      ->check(CLI::ExistingFile);
   app.add_option("--threads", o.n_threads, "Threads converting rows (0 = all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -14,7 +14,9 @@
 #include "base/thread_pool.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "io/imatrix_file.h"
 #include "plan/gguf_source.h"
+#include "quant/imatrix_match.h"
 #include "tensor/quantize.h"
 
 namespace tally::quant {
@@ -59,6 +61,8 @@ struct QuantizerTensor {
   int64_t n_cols = 0, n_rows = 0;
   DType out = DType::kF32;
   bool convert = false;  // false: the bytes are copied
+  int64_t rows_per_mat = 0;  // rows of one matrix (an expert's, or all)
+  const TensorImportance* importance = nullptr;  // [n_mat][n_cols], or null
 };
 
 Result<QuantizerTensor> choose_tensor_type(const io::GgufTensorInfo& info, const plan::PlanTensor& t,
@@ -129,7 +133,12 @@ class RowRequantizer {
             bad_row = first + r;  // reported below; not handed to a quantizer
             continue;
           }
-          quantize_row(t.out, values, chunk_.data() + r * out_row_bytes, t.n_cols);
+          const float* imp = nullptr;
+          if (t.importance) {
+            const auto& v = (*t.importance)[static_cast<size_t>((first + r) / t.rows_per_mat)];
+            imp = v.empty() ? nullptr : v.data();
+          }
+          quantize_row_weighted(t.out, values, chunk_.data() + r * out_row_bytes, t.n_cols, imp);
         }
       });
       if (bad_row >= 0) {
@@ -198,6 +207,12 @@ Result<QuantizeSummary> quantize_model(const QuantizeOptions& o) {
   TALLY_ASSIGN_OR_RETURN(const io::GgufFile in, io::GgufFile::open(o.input_path));
   TALLY_ASSIGN_OR_RETURN(const plan::PlanModel model, plan::plan_model_from_gguf(in));
 
+  std::vector<TensorImportance> importance;
+  if (!o.imatrix_path.empty()) {
+    TALLY_ASSIGN_OR_RETURN(const io::Imatrix m, io::imatrix_read(o.imatrix_path));
+    TALLY_ASSIGN_OR_RETURN(importance, imatrix_match(m, model.tensors, o.imatrix_path));
+  }
+
   // Every tensor's type first: a refused tensor stops before anything is written.
   std::vector<QuantizerTensor> tensors;
   int64_t max_cols = 1;
@@ -209,6 +224,11 @@ Result<QuantizeSummary> quantize_model(const QuantizeOptions& o) {
       o.on_note("requantizing from q8_0: each weight is rounded twice, so the result is a little worse than "
                 "quantizing the f16/f32 model");
       warned_requantize = true;
+    }
+    t.rows_per_mat = t.n_rows / std::max<int64_t>(1, model.tensors[i].n_experts);
+    if (t.convert && !importance.empty() && !importance[i].empty()) {
+      t.importance = &importance[i];
+      ++summary.n_imatrix;
     }
     max_cols = std::max(max_cols, t.n_cols);
     tensors.push_back(t);

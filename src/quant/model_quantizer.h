@@ -10,6 +10,8 @@
 //   metadata         every key copied in order, except general.quantization_version and
 //                    general.file_type, which are set (2 and the file type's number) after
 //   bytes            q8_0 / q4_0 / q4_1 / q5_0 / q5_1 as llama.cpp's (tensor/quantize.h)
+//                    without an importance matrix; the K-/i-quants by a weighted scale
+//                    search (quantize_row_weighted), with the imatrix's weights if given
 // It streams: the input is memory-mapped, each tensor is converted row by row into a chunk of
 // 4 MiB while the output is written, and the input's pages of each chunk are dropped once it
 // is written, so a 1.1B model is never held whole (docs/quantization.md: the peak RSS). Rows are split over threads, each row whole: the
@@ -39,6 +41,10 @@ struct QuantizeOptions {
   std::optional<DType> token_embd_type;  // token_embd.weight
   int n_threads = 0;                     // 0 = one per hardware thread
   bool overwrite = false;
+  // An importance matrix (llama.cpp's GGUF or legacy .dat; quant/imatrix_match.h): the
+  // K-/i-quants and q4_0..q5_1 then minimise the error weighted by each column's mean squared
+  // activation. Without one the K-/i-quants still search their scales (quantize_row_weighted).
+  std::string imatrix_path;
   // Tensors done of the total (a progress bar).
   std::function<void(int64_t done, int64_t total)> on_progress;
   // One line per fallback or requantized input, for stderr.
@@ -50,6 +56,7 @@ struct QuantizeSummary {
   int64_t n_tensors = 0;
   int64_t n_quantized = 0;    // tensors converted to another type
   int64_t n_fallback = 0;     // of those, stored in llama.cpp's fallback type
+  int64_t n_imatrix = 0;      // of those, quantized with an importance matrix entry
   uint64_t input_bytes = 0;   // tensor data
   uint64_t output_bytes = 0;  // tensor data
   int n_threads = 0;

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "../synth/synthetic_test_util.h"
 #include "io/gguf.h"
+#include "io/imatrix_file.h"
 #include "support/test_data.h"
 #include "synth/synthetic_model.h"
 #include "tensor/quantize.h"
@@ -96,7 +98,8 @@ bool any_note_has(const QuantizeRun& r, std::string_view text) {
   return false;
 }
 
-// Each matrix of `out` holds quantize_row of the source rows; everything else is copied.
+// Each matrix of `out` holds tally quantize's quantizer (quantize_row_weighted without an
+// importance matrix) of the source rows; everything else is copied.
 void expect_rows_requantized(const io::GgufFile& in, const io::GgufFile& out) {
   ASSERT_EQ(in.tensors().size(), out.tensors().size());
   for (size_t i = 0; i < in.tensors().size(); ++i) {
@@ -113,7 +116,7 @@ void expect_rows_requantized(const io::GgufFile& in, const io::GgufFile& out) {
     std::vector<uint8_t> want(static_cast<size_t>(dtype_row_bytes(b.type, n_cols)));
     for (int64_t r = 0; r < n_rows; ++r) {
       dequantize_row(a.type, a.data + r * dtype_row_bytes(a.type, n_cols), row.data(), n_cols);
-      quantize_row(b.type, row.data(), want.data(), n_cols);
+      quantize_row_weighted(b.type, row.data(), want.data(), n_cols, nullptr);
       ASSERT_EQ(0, std::memcmp(want.data(), b.data + r * want.size(), want.size())) << a.name << " row " << r;
     }
   }
@@ -271,6 +274,71 @@ TEST(ModelQuantizer, AFailedWriteLeavesNoFile) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.path().filename() != "in.gguf";
   EXPECT_EQ(files, 0);
+}
+
+// With --imatrix, the tensors it has an entry for are quantized with their columns' mean
+// squared activations as weights (quantize_row_weighted with that importance), the others as
+// without; an imatrix naming a tensor the model lacks, or of another row length, is refused.
+TEST(ModelQuantizer, ImatrixWeightsItsTensorsAndAnotherModelsIsRefused) {
+  const auto spec = tally_test::tiny_spec(2, 300);
+  const std::string in_path = write_model(spec, "f32", "imat");
+  const io::GgufFile in = open_gguf(in_path);
+  const io::GgufTensorInfo& down = *in.find_tensor("blk.1.ffn_down.weight");
+  const int64_t n_cols = down.dims[0];
+  io::Imatrix m;
+  io::ImatrixEntry e;
+  e.n_cols = n_cols;
+  e.counts = {4.0f};
+  for (int64_t c = 0; c < n_cols; ++c) e.sums.push_back(c % 5 == 0 ? 400.0f : 1.0f + static_cast<float>(c % 3));
+  m.entries["blk.1.ffn_down.weight"] = e;
+  const std::string imat = tally_test::temp_dir() + "/imat.gguf";
+  ASSERT_TRUE(io::imatrix_write(m, imat).ok());
+
+  QuantizeOptions o = options(in_path, "Q4_0", "imat");
+  o.imatrix_path = imat;
+  const QuantizeRun r = quantize(o);
+  ASSERT_TRUE(r.summary.ok()) << r.summary.status().to_string();
+  EXPECT_EQ(r.summary->n_imatrix, 1);
+  const io::GgufFile out = open_gguf(o.output_path);
+  const io::GgufTensorInfo& q = *out.find_tensor("blk.1.ffn_down.weight");
+  const std::vector<float> importance = e.importance(0);
+  std::vector<float> row(static_cast<size_t>(n_cols));
+  std::vector<uint8_t> want(static_cast<size_t>(dtype_row_bytes(q.type, n_cols))), plain(want.size());
+  int differ = 0;
+  for (int64_t rr = 0; rr < down.dims[1]; ++rr) {
+    std::memcpy(row.data(), down.data + rr * n_cols * 4, static_cast<size_t>(n_cols) * 4);
+    quantize_row_weighted(q.type, row.data(), want.data(), n_cols, importance.data());
+    quantize_row_weighted(q.type, row.data(), plain.data(), n_cols, nullptr);
+    ASSERT_EQ(0, std::memcmp(want.data(), q.data + rr * want.size(), want.size())) << rr;
+    differ += want != plain;
+  }
+  EXPECT_GT(differ, 0);
+  // Every other tensor as without an imatrix.
+  QuantizeOptions without = options(in_path, "Q4_0", "imat_without");
+  ASSERT_TRUE(quantize(without).summary.ok());
+  const io::GgufFile out0 = open_gguf(without.output_path);
+  for (size_t i = 0; i < out.tensors().size(); ++i) {
+    const auto& a = out.tensors()[i];
+    if (a.name == "blk.1.ffn_down.weight") continue;
+    EXPECT_EQ(0, std::memcmp(a.data, out0.tensors()[i].data, a.n_bytes)) << a.name;
+  }
+
+  for (const auto& [name, cols, needle] : {std::tuple{"blk.7.ffn_down.weight", n_cols, "blk.7.ffn_down.weight"},
+                                           std::tuple{"blk.0.attn_q.weight", n_cols + 32, "rows of"}}) {
+    io::Imatrix other = m;
+    io::ImatrixEntry bad = e;
+    bad.n_cols = cols;
+    bad.sums.resize(static_cast<size_t>(cols), 1.0f);
+    other.entries[name] = bad;
+    const std::string path = tally_test::temp_dir() + "/other.gguf";
+    ASSERT_TRUE(io::imatrix_write(other, path).ok());
+    QuantizeOptions ob = options(in_path, "Q4_0", "imat_bad");
+    ob.imatrix_path = path;
+    const QuantizeRun rb = quantize(ob);
+    ASSERT_FALSE(rb.summary.ok()) << name;
+    EXPECT_NE(rb.summary.status().message().find(name), std::string::npos) << rb.summary.status().to_string();
+    EXPECT_NE(rb.summary.status().message().find(needle), std::string::npos) << rb.summary.status().to_string();
+  }
 }
 
 }  // namespace
