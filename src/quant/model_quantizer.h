@@ -1,5 +1,5 @@
 // `tally quantize IN.gguf OUT.gguf TYPE`: writes a GGUF model with its matrices in one of
-// llama.cpp's file types, as llama-quantize does (without an importance matrix):
+// llama.cpp's file types, as llama-quantize does (with or without an importance matrix):
 //   which tensors    those whose name ends in "weight" with more than one row, except norms
 //                    (llama.cpp's rule); others are copied as they are
 //   their types      quant_scheme.h / plan/llama_quant_rules.h (the mixes, --pure, the

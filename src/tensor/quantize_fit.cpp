@@ -20,10 +20,15 @@ namespace {
 constexpr int kSearchSteps = 10;     // candidates each side of the extreme's step
 constexpr float kSearchDelta = 0.1f;  // in levels
 
+// Nearest level to v in [lo, hi] (ties to even; NaN to lo). Clamped first, then rounded by
+// adding and removing 1.5 * 2^23 (exact for |v| < 2^22, in the default rounding mode), which
+// the compiler keeps inline where std::nearbyint is a library call: this runs ~50 times per
+// weight.
 int clamp_level(float v, int lo, int hi) {
-  const float r = std::nearbyint(v);
-  if (!(r >= static_cast<float>(lo))) return lo;  // NaN too
-  return r > static_cast<float>(hi) ? hi : static_cast<int>(r);
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  const float c = std::min(std::max(v, static_cast<float>(lo)), static_cast<float>(hi));
+  const float rounded = c + kMagic;  // (no -ffast-math here: the two additions stay as written)
+  return static_cast<int>(rounded - kMagic);
 }
 
 // Midpoints between neighbouring grid values: code c is nearest for v in (mid[c-1], mid[c]].
@@ -109,7 +114,9 @@ AffineFit fit_affine_group(const float* x, const float* w, int n, int q_hi, bool
   if (hi <= lo) return {0.0f, -lo};
   const auto levels = static_cast<float>(q_hi);
   AffineFit best{(hi - lo) / levels, -lo};  // the covering fit
-  double best_err = group_error(x, w, n, best.scale, best.offset, 0, q_hi, nullptr);
+  double sxx = 0.0;
+  for (int i = 0; i < n; ++i) sxx += static_cast<double>(w[i]) * x[i] * x[i];
+  double best_err = group_error(x, w, n, best.scale, best.offset, 0, q_hi, nullptr) - sxx;
   for (int is = -kSearchSteps; is <= kSearchSteps; ++is) {
     const float iscale = (levels + kSearchDelta * static_cast<float>(is)) / (hi - lo);
     double sw = 0.0, sl = 0.0, sl2 = 0.0, sx = 0.0, slx = 0.0;
@@ -132,7 +139,8 @@ AffineFit fit_affine_group(const float* x, const float* w, int n, int q_hi, bool
     }
     if (!(a > 0.0)) continue;
     const AffineFit cand{static_cast<float>(a), static_cast<float>(-b)};
-    const double err = group_error(x, w, n, cand.scale, cand.offset, 0, q_hi, nullptr);
+    // sum w (a l + b - x)^2 from the sums, without sum w x^2 (the same for every candidate).
+    const double err = a * a * sl2 + 2 * a * b * sl + b * b * sw - 2 * a * slx - 2 * b * sx;
     if (err < best_err) {
       best_err = err;
       best = cand;
