@@ -4,34 +4,27 @@
 
 #include <xxhash.h>
 
-#include <cstdio>
-#include <cstring>
-#include <vector>
-
 #include "base/log.h"
+#include "base/mapped_file.h"
 
 namespace tally {
 
 Result<PrefixKey> kv_offload_fingerprint(const std::string& model_path,
                                          const KvStorageShape& shape) {
+  // The mapped bytes, through a map of its own rather than the model's: hashing through the
+  // model's map would fault the pages of the weights it repacked (and released) back into this
+  // process. This one shares the page cache, copies nothing, and takes its pages with it when
+  // it is unmapped on return.
+  auto file = MappedFile::open(model_path);
+  if (!file.ok()) {
+    return make_error(ErrorCode::kIo, "kv offload: cannot map {} for its fingerprint: {}",
+                      model_path, file.status().to_string());
+  }
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                   &XXH3_freeState);
   XXH3_128bits_reset(state.get());
-  std::FILE* f = std::fopen(model_path.c_str(), "rb");
-  if (f == nullptr) {
-    return make_error(ErrorCode::kIo, "kv offload: cannot read {} for its fingerprint: {}",
-                      model_path, std::strerror(errno));
-  }
-  std::vector<char> chunk(size_t{4} << 20);
-  uint64_t size = 0;
-  for (size_t n; (n = std::fread(chunk.data(), 1, chunk.size(), f)) > 0;) {
-    XXH3_128bits_update(state.get(), chunk.data(), n);
-    size += n;
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return make_error(ErrorCode::kIo, "kv offload: error reading {}", model_path);
-  const int64_t layout[] = {static_cast<int64_t>(size), shape.n_layers, shape.n_kv_heads,
+  XXH3_128bits_update(state.get(), file->data(), file->size());
+  const int64_t layout[] = {static_cast<int64_t>(file->size()), shape.n_layers, shape.n_kv_heads,
                             shape.head_dim, shape.block_size,
                             static_cast<int64_t>(shape.types.k), static_cast<int64_t>(shape.types.v)};
   XXH3_128bits_update(state.get(), layout, sizeof layout);

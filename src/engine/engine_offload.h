@@ -30,9 +30,9 @@ class KvStorageBlockIo final : public KvBlockIo {
   KvStorage& kv_;
 };
 
-// XXH3-128 of the model file's bytes, its size, and the KV storage's types and shape per
-// block: blocks written under one fingerprint are only ever read back under the same.
-// kIo when the file cannot be read.
+// XXH3-128 of the model file's bytes (mapped, not read through a buffer), its size, and the KV
+// storage's types and shape per block: blocks written under one fingerprint are only ever read
+// back under the same. kIo when the file cannot be mapped.
 Result<PrefixKey> kv_offload_fingerprint(const std::string& model_path, const KvStorageShape& shape);
 
 // The tiers the config asks for (nullptr when none), copying through `io`.

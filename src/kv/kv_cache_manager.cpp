@@ -92,7 +92,8 @@ void KvCacheManager::match_tiers(std::span<const int32_t> tokens, std::string_vi
   int32_t i = first;
   for (; i < n_full; ++i) {
     if (i > first) key = prefix_->key_of({parent_key, kOffloadedSerial}, salt, block_tokens(i));
-    const KvTier tier = offload_->find({key, parent_key, i == 0, salt, block_tokens(i)});
+    const KvTier tier = offload_->find({key, parent_key, i == 0, salt, block_tokens(i),
+                                        tokens.first(static_cast<size_t>(i + 1) * block_size_)});
     if (tier == KvTier::kNone) break;
     match.tier_keys.push_back(key);
     n_host += tier == KvTier::kHost ? 1 : 0;
@@ -179,7 +180,8 @@ void KvCacheManager::load_tier_blocks(Seq& s, const PrefixMatch& match,
     const auto block_tokens = tokens.subspan(static_cast<size_t>(i) * block_size_,
                                              static_cast<size_t>(block_size_));
     const BlockId b = take_block();
-    if (!offload_->load({key, s.chain.key, i == 0, salt, block_tokens}, b)) {
+    const auto prefix = tokens.first(static_cast<size_t>(i + 1) * block_size_);
+    if (!offload_->load({key, s.chain.key, i == 0, salt, block_tokens, prefix}, b)) {
       pool_.unref(b, FreeEnd::kHead);  // gone or damaged: computed instead, from here on
       return;
     }

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
@@ -14,8 +15,10 @@ namespace tally {
 namespace {
 
 constexpr char kKvFileMagic[8] = {'T', 'L', 'Y', 'K', 'V', 'B', '0', '1'};
-constexpr uint32_t kKvFileVersion = 1;
-constexpr size_t kKvFileHeaderBytes = 80;  // see kv_disk_header_put
+constexpr uint32_t kKvFileVersion = 2;  // 2: the whole prefix's token ids
+constexpr size_t kKvFileHeaderBytes = 88;  // see kv_disk_header_put
+// A prefix longer than any context: a header claiming more is not a block file.
+constexpr uint32_t kKvFileMaxPrefix = 1u << 24;
 constexpr const char* kKvFileSuffix = ".kvb";
 
 struct KvDiskHeader {
@@ -26,6 +29,7 @@ struct KvDiskHeader {
   PrefixKey parent_key;
   uint8_t first = 0;
   uint32_t salt_bytes = 0;
+  uint32_t prefix_tokens = 0;  // token ids from the sequence's start through this block
 };
 
 template <typename T>
@@ -52,6 +56,8 @@ void kv_disk_header_put(std::byte* at, const KvDiskHeader& h) {
   const uint8_t flags[4] = {h.first, 0, 0, 0};
   kv_disk_put(at, flags);
   kv_disk_put(at, h.salt_bytes);
+  kv_disk_put(at, h.prefix_tokens);
+  kv_disk_put(at, uint32_t{0});  // reserved
 }
 
 // False when the bytes are not a header of this format and version.
@@ -71,7 +77,10 @@ bool kv_disk_header_get(const std::byte* at, KvDiskHeader& h) {
   kv_disk_get(at, flags);
   h.first = flags[0];
   kv_disk_get(at, h.salt_bytes);
-  return h.first <= 1 && h.salt_bytes < (1u << 20);
+  kv_disk_get(at, h.prefix_tokens);
+  return h.first <= 1 && h.salt_bytes < (1u << 20) && h.block_size > 0 &&
+         h.prefix_tokens >= h.block_size && h.prefix_tokens <= kKvFileMaxPrefix &&
+         h.prefix_tokens % h.block_size == 0 && (h.first == 1) == (h.prefix_tokens == h.block_size);
 }
 
 // Reads exactly n bytes from the start of `path`; false when the file is shorter or unreadable.
@@ -89,16 +98,21 @@ std::string kv_key_hex(const PrefixKey& key) {
   return fmt::format("{:016x}{:016x}", key.high, key.low);
 }
 
-int64_t KvDiskTier::file_bytes(int32_t block_size, int64_t block_bytes, size_t salt_bytes) {
+int64_t KvDiskTier::file_bytes(int64_t prefix_tokens, int64_t block_bytes, size_t salt_bytes) {
   return static_cast<int64_t>(kKvFileHeaderBytes + salt_bytes) +
-         int64_t{block_size} * static_cast<int64_t>(sizeof(int32_t)) + block_bytes +
+         prefix_tokens * static_cast<int64_t>(sizeof(int32_t)) + block_bytes +
          static_cast<int64_t>(sizeof(uint64_t));
 }
 
+bool KvDiskTier::Entry::candidate(const KvTierQuery& q) const {
+  if (!(key == q.key) || first != q.first || salt != q.salt) return false;
+  if (!first && !(parent_key == q.parent_key)) return false;
+  return prefix_tokens == static_cast<int64_t>(q.prefix.size()) &&
+         std::equal(tokens.begin(), tokens.end(), q.tokens.begin(), q.tokens.end());
+}
+
 KvDiskTier::KvDiskTier(const KvDiskTierConfig& config)
-    : config_(config),
-      path_(std::filesystem::path(config.dir) / kv_key_hex(config.fingerprint)),
-      max_blocks_(config.capacity_bytes / file_bytes(config.block_size, config.block_bytes, 0)) {}
+    : config_(config), path_(std::filesystem::path(config.dir) / kv_key_hex(config.fingerprint)) {}
 
 Result<std::unique_ptr<KvDiskTier>> KvDiskTier::open(const KvDiskTierConfig& config) {
   if (config.dir.empty() || config.capacity_bytes <= 0 || config.block_size <= 0 ||
@@ -146,12 +160,12 @@ void KvDiskTier::index_existing() {
               h.block_size == static_cast<uint32_t>(config_.block_size) &&
               h.payload_bytes == static_cast<uint64_t>(config_.block_bytes) &&
               p.filename() == kv_key_hex(h.key) + kKvFileSuffix;
-    const int64_t bytes = file_bytes(config_.block_size, config_.block_bytes, h.salt_bytes);
+    const int64_t bytes = ok ? file_bytes(h.prefix_tokens, config_.block_bytes, h.salt_bytes) : 0;
     ok = ok && static_cast<int64_t>(e.file_size(ec)) == bytes && !ec;
-    Entry entry;
+    const size_t tokens_end = kKvFileHeaderBytes + h.salt_bytes +
+                              static_cast<size_t>(h.prefix_tokens) * sizeof(int32_t);
     if (ok) {
-      head.resize(kKvFileHeaderBytes + h.salt_bytes +
-                  static_cast<size_t>(config_.block_size) * sizeof(int32_t));
+      head.resize(tokens_end);
       ok = kv_disk_read_prefix(p, head.data(), head.size());
     }
     if (!ok || bytes_ + bytes > config_.capacity_bytes) {
@@ -159,18 +173,20 @@ void KvDiskTier::index_existing() {
       std::filesystem::remove(p, ec);
       continue;
     }
-    entry.id.key = h.key;
-    entry.id.parent_key = h.parent_key;
-    entry.id.first = h.first != 0;
+    Entry entry;
+    entry.key = h.key;
+    entry.parent_key = h.parent_key;
+    entry.first = h.first != 0;
     const auto* salt = reinterpret_cast<const char*>(head.data() + kKvFileHeaderBytes);
-    entry.id.salt.assign(salt, h.salt_bytes);
-    entry.id.tokens.resize(static_cast<size_t>(config_.block_size));
-    std::memcpy(entry.id.tokens.data(), head.data() + kKvFileHeaderBytes + h.salt_bytes,
-                entry.id.tokens.size() * sizeof(int32_t));
+    entry.salt.assign(salt, h.salt_bytes);
+    entry.tokens.resize(static_cast<size_t>(config_.block_size));
+    std::memcpy(entry.tokens.data(), head.data() + tokens_end - entry.tokens.size() * sizeof(int32_t),
+                entry.tokens.size() * sizeof(int32_t));
+    entry.prefix_tokens = h.prefix_tokens;
     entry.file_bytes = bytes;
     bytes_ += bytes;
     lru_.push_back(std::move(entry));
-    index_[lru_.back().id.key] = std::prev(lru_.end());
+    index_[lru_.back().key] = std::prev(lru_.end());
   }
   if (ec) fail(fmt::format("cannot list {}: {}", path_.string(), ec.message()));
   if (!lru_.empty()) {
@@ -182,16 +198,16 @@ void KvDiskTier::index_existing() {
 void KvDiskTier::forget(Lru::iterator it, bool delete_file) {
   if (delete_file) {
     std::error_code ec;
-    std::filesystem::remove(file_of(it->id.key), ec);
+    std::filesystem::remove(file_of(it->key), ec);
   }
   bytes_ -= it->file_bytes;
-  index_.erase(it->id.key);
+  index_.erase(it->key);
   lru_.erase(it);
 }
 
 bool KvDiskTier::contains(const KvTierQuery& q) const {
   auto it = index_.find(q.key);
-  return it != index_.end() && it->second->id.matches(q);
+  return it != index_.end() && it->second->candidate(q);
 }
 
 void KvDiskTier::touch(const PrefixKey& key) {
@@ -201,23 +217,25 @@ void KvDiskTier::touch(const PrefixKey& key) {
 
 bool KvDiskTier::write(const KvTierBlockId& id, std::span<const std::byte> payload) {
   TALLY_CHECK(static_cast<int64_t>(payload.size()) == config_.block_bytes &&
-                  static_cast<int32_t>(id.tokens.size()) == config_.block_size,
-              "kv disk tier: block of {} bytes / {} tokens", payload.size(), id.tokens.size());
+                  !id.prefix.empty() && id.prefix.size() % config_.block_size == 0,
+              "kv disk tier: block of {} bytes / a prefix of {} tokens", payload.size(),
+              id.prefix.size());
   if (auto it = index_.find(id.key); it != index_.end()) forget(it->second, true);
-  const int64_t bytes = file_bytes(config_.block_size, config_.block_bytes, id.salt.size());
+  const auto n_prefix = static_cast<int64_t>(id.prefix.size());
+  const int64_t bytes = file_bytes(n_prefix, config_.block_bytes, id.salt.size());
   if (bytes > config_.capacity_bytes) return false;
   while (bytes_ + bytes > config_.capacity_bytes) forget(std::prev(lru_.end()), true);
 
   scratch_.resize(static_cast<size_t>(bytes));
   KvDiskHeader h{static_cast<uint32_t>(config_.block_size), payload.size(), config_.fingerprint,
                  id.key, id.parent_key, static_cast<uint8_t>(id.first ? 1 : 0),
-                 static_cast<uint32_t>(id.salt.size())};
+                 static_cast<uint32_t>(id.salt.size()), static_cast<uint32_t>(n_prefix)};
   kv_disk_header_put(scratch_.data(), h);
   std::byte* at = scratch_.data() + kKvFileHeaderBytes;
   std::memcpy(at, id.salt.data(), id.salt.size());
   at += id.salt.size();
-  std::memcpy(at, id.tokens.data(), id.tokens.size() * sizeof(int32_t));
-  at += id.tokens.size() * sizeof(int32_t);
+  std::memcpy(at, id.prefix.data(), id.prefix.size() * sizeof(int32_t));
+  at += id.prefix.size() * sizeof(int32_t);
   std::memcpy(at, payload.data(), payload.size());
   at += payload.size();
   const uint64_t sum = XXH3_64bits(scratch_.data(), static_cast<size_t>(at - scratch_.data()));
@@ -243,8 +261,9 @@ bool KvDiskTier::write(const KvTierBlockId& id, std::span<const std::byte> paylo
     fail(fmt::format("cannot write {}: {}", final_path.string(), std::strerror(errno)));
     return false;
   }
-  Entry entry{id, bytes};
-  lru_.push_front(std::move(entry));
+  const std::span<const int32_t> own = id.tokens(config_.block_size);
+  lru_.push_front(Entry{id.key, id.parent_key, id.first, id.salt,
+                        std::vector<int32_t>(own.begin(), own.end()), n_prefix, bytes});
   index_[id.key] = lru_.begin();
   bytes_ += bytes;
   return true;
@@ -252,7 +271,7 @@ bool KvDiskTier::write(const KvTierBlockId& id, std::span<const std::byte> paylo
 
 bool KvDiskTier::read(const KvTierQuery& q, std::span<std::byte> payload) {
   auto found = index_.find(q.key);
-  if (found == index_.end() || !found->second->id.matches(q)) return false;
+  if (found == index_.end() || !found->second->candidate(q)) return false;
   const Lru::iterator it = found->second;
   const std::filesystem::path p = file_of(q.key);
   scratch_.resize(static_cast<size_t>(it->file_bytes) + 1);  // one more: a grown file shows
@@ -271,20 +290,25 @@ bool KvDiskTier::read(const KvTierQuery& q, std::span<std::byte> payload) {
     ok = sum == XXH3_64bits(scratch_.data(), want - sizeof sum);
   }
   // The checksum covers the header, so these compare what the file really says.
-  const size_t tokens_at = kKvFileHeaderBytes + h.salt_bytes;
+  const size_t prefix_at = kKvFileHeaderBytes + h.salt_bytes;
+  const size_t tokens_at = prefix_at + (static_cast<size_t>(h.prefix_tokens) - it->tokens.size()) *
+                                           sizeof(int32_t);
   ok = ok && h.fingerprint == config_.fingerprint && h.key == q.key &&
-       h.payload_bytes == payload.size() && h.salt_bytes == it->id.salt.size() &&
-       std::memcmp(scratch_.data() + tokens_at, it->id.tokens.data(),
-                   it->id.tokens.size() * sizeof(int32_t)) == 0;
+       h.payload_bytes == payload.size() && h.salt_bytes == it->salt.size() &&
+       h.prefix_tokens == it->prefix_tokens &&
+       std::memcmp(scratch_.data() + tokens_at, it->tokens.data(),
+                   it->tokens.size() * sizeof(int32_t)) == 0;
   if (!ok) {
     fail(fmt::format("{} is {}: dropped", p.string(),
                      f == nullptr ? "missing" : (got != want ? "truncated or resized" : "corrupt")));
     forget(it, true);
     return false;
   }
-  std::memcpy(payload.data(),
-              scratch_.data() + tokens_at + it->id.tokens.size() * sizeof(int32_t),
-              payload.size());
+  // A whole file of another prefix (keys that collide): a miss, and the file stays.
+  if (std::memcmp(scratch_.data() + prefix_at, q.prefix.data(), q.prefix.size_bytes()) != 0) {
+    return false;
+  }
+  std::memcpy(payload.data(), scratch_.data() + prefix_at + q.prefix.size_bytes(), payload.size());
   lru_.splice(lru_.begin(), lru_, it);
   return true;
 }

@@ -29,9 +29,10 @@ KvOffload::KvOffload(const KvOffloadConfig& config, KvBlockIo& io)
     : config_(config),
       io_(io),
       block_bytes_(io.block_bytes()),
-      max_host_blocks_(host_blocks_for(config.host_bytes, io.block_bytes(), config.block_size)) {
+      max_host_bytes_(host_blocks_for(config.host_bytes, io.block_bytes(), config.block_size) *
+                      host_entry_bytes(io.block_bytes(), config.block_size)) {
   scratch_.resize(static_cast<size_t>(block_bytes_));
-  host_index_.reserve(static_cast<size_t>(max_host_blocks_));
+  host_index_.reserve(static_cast<size_t>(max_host_bytes_ / std::max<int64_t>(1, block_bytes_)));
 }
 
 Result<std::unique_ptr<KvOffload>> KvOffload::create(const KvOffloadConfig& config,
@@ -62,6 +63,25 @@ void KvOffload::pin(const PrefixKey& key) {
   if (disk_) disk_->touch(key);
 }
 
+KvOffload::HostLru::iterator KvOffload::host_find(const KvTierQuery& q) const {
+  auto [it, end] = host_index_.equal_range(q.key);
+  for (; it != end; ++it) {
+    if (it->second->id.matches(q)) return it->second;
+  }
+  return host_.end();
+}
+
+void KvOffload::host_unindex(HostLru::iterator entry) {
+  auto [it, end] = host_index_.equal_range(entry->id.key);
+  for (; it != end; ++it) {
+    if (it->second == entry) {
+      host_index_.erase(it);
+      break;
+    }
+  }
+  host_bytes_ -= entry->cost();
+}
+
 bool KvOffload::host_evict_one(HostEntry& evicted) {
   auto it = host_.end();
   while (it != host_.begin()) {
@@ -69,8 +89,8 @@ bool KvOffload::host_evict_one(HostEntry& evicted) {
     if (!pinned(it->id.key)) break;
   }
   if (it == host_.end() || pinned(it->id.key)) return false;
+  host_unindex(it);
   evicted = std::move(*it);
-  host_index_.erase(evicted.id.key);
   host_.erase(it);
   if (disk_ && !disk_->contains_key(evicted.id.key)) {
     if (disk_->write(evicted.id, evicted.bytes)) ++stats_.disk_stores;
@@ -79,35 +99,38 @@ bool KvOffload::host_evict_one(HostEntry& evicted) {
 }
 
 void KvOffload::host_insert(HostEntry entry) {
+  host_bytes_ += entry.cost();
   host_.push_front(std::move(entry));
-  host_index_[host_.front().id.key] = host_.begin();
+  host_index_.emplace(host_.front().id.key, host_.begin());
 }
 
 void KvOffload::store_evicted(const PrefixBlockInfo& info, BlockId block) {
-  const KvTierQuery& q = info;
-  if (has_host()) {
-    if (auto it = host_index_.find(info.key); it != host_index_.end()) {
-      if (it->second->id.matches(q)) {
-        host_.splice(host_.begin(), host_, it->second);
-        return;
-      }
-      host_.erase(it->second);  // a colliding key: the newer block replaces it
-      host_index_.erase(it);
-    }
-    HostEntry entry;
-    const bool full = static_cast<int64_t>(host_.size()) >= max_host_blocks_;
-    if (full && !host_evict_one(entry)) {  // its buffer is reused
-      store_on_disk(info, block);  // every host block is pinned: this one goes below
-      return;
-    }
-    entry.id = KvTierBlockId::from(info);
-    entry.bytes.resize(static_cast<size_t>(block_bytes_));
-    io_.save_block(block, entry.bytes);
-    host_insert(std::move(entry));
-    ++stats_.host_stores;
+  // A block whose whole prefix is unknown could never be checked on a hit: not stored.
+  if (info.prefix.empty()) return;
+  if (!has_host()) {
+    store_on_disk(info, block);
     return;
   }
-  store_on_disk(info, block);
+  if (auto it = host_find(info); it != host_.end()) {
+    host_.splice(host_.begin(), host_, it);
+    return;
+  }
+  HostEntry entry;
+  entry.id = KvTierBlockId::from(info);
+  const int64_t cost = block_bytes_ + static_cast<int64_t>(entry.id.prefix.size() *
+                                                           sizeof(int32_t) + entry.id.salt.size());
+  HostEntry evicted;
+  while (host_bytes_ + cost > max_host_bytes_) {
+    if (!host_evict_one(evicted)) {  // every host block is pinned (or it is too big)
+      store_on_disk(info, block);
+      return;
+    }
+  }
+  entry.bytes = std::move(evicted.bytes);  // an evicted block's buffer is reused
+  entry.bytes.resize(static_cast<size_t>(block_bytes_));
+  io_.save_block(block, entry.bytes);
+  host_insert(std::move(entry));
+  ++stats_.host_stores;
 }
 
 void KvOffload::store_on_disk(const PrefixBlockInfo& info, BlockId block) {
@@ -121,19 +144,17 @@ void KvOffload::store_on_disk(const PrefixBlockInfo& info, BlockId block) {
 }
 
 KvTier KvOffload::find(const KvTierQuery& q) const {
-  if (auto it = host_index_.find(q.key); it != host_index_.end() && it->second->id.matches(q)) {
-    return KvTier::kHost;
-  }
+  if (host_find(q) != host_.end()) return KvTier::kHost;
   if (disk_ && disk_->contains(q)) return KvTier::kDisk;
   return KvTier::kNone;
 }
 
 bool KvOffload::load(const KvTierQuery& q, BlockId block) {
   const auto start = std::chrono::steady_clock::now();
-  if (auto it = host_index_.find(q.key); it != host_index_.end() && it->second->id.matches(q)) {
+  if (auto it = host_find(q); it != host_.end()) {
     // It stays in the host tier too: when the pool evicts it again, nothing is copied.
-    io_.load_block(block, it->second->bytes);
-    host_.splice(host_.begin(), host_, it->second);
+    io_.load_block(block, it->bytes);
+    host_.splice(host_.begin(), host_, it);
     ++stats_.host_hits;
     stats_.host_hit_bytes += block_bytes_;
     host_s_per_block_ = kv_offload_ema(host_s_per_block_, kv_offload_seconds_since(start));
@@ -163,7 +184,7 @@ bool KvOffload::worth_loading(int32_t n_host, int32_t n_disk) const {
 KvOffloadStats KvOffload::stats() const {
   KvOffloadStats s = stats_;
   s.host_blocks = static_cast<int64_t>(host_.size());
-  s.host_bytes = s.host_blocks * host_entry_bytes(block_bytes_, config_.block_size);
+  s.host_bytes = host_bytes_;
   if (disk_) {
     s.disk_blocks = disk_->n_blocks();
     s.disk_bytes = disk_->bytes_on_disk();

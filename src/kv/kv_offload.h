@@ -58,14 +58,15 @@ class KvOffload {
  public:
   // The disk tier opens (and indexes) its directory here: kIo when it cannot be made.
   static Result<std::unique_ptr<KvOffload>> create(const KvOffloadConfig& config, KvBlockIo& io);
-  // Bytes the host tier may hold for `host_bytes` (whole blocks: K/V and token ids): what the
-  // ledger counts.
+  // Blocks of one block's tokens the host tier may hold for `host_bytes`; times
+  // host_entry_bytes, what the ledger counts. The tier is bounded by that many bytes: a block
+  // costs its K/V, its prefix's token ids and its salt, so deep blocks take a little more.
   static int64_t host_blocks_for(int64_t host_bytes, int64_t block_bytes, int32_t block_size);
   static int64_t host_entry_bytes(int64_t block_bytes, int32_t block_size) {
     return block_bytes + int64_t{block_size} * static_cast<int64_t>(sizeof(int32_t));
   }
 
-  bool has_host() const { return max_host_blocks_ > 0; }
+  bool has_host() const { return max_host_bytes_ > 0; }
   bool has_disk() const { return disk_ != nullptr; }
 
   // Pool block `block` (indexed as `info`) is about to be reused: copy it down unless a tier
@@ -100,6 +101,10 @@ class KvOffload {
   struct HostEntry {
     KvTierBlockId id;
     std::vector<std::byte> bytes;  // [block_bytes] K/V of every layer (KvBlockIo's order)
+    int64_t cost() const {
+      return static_cast<int64_t>(bytes.size() + id.prefix.size() * sizeof(int32_t) +
+                                  id.salt.size());
+    }
   };
   using HostLru = std::list<HostEntry>;  // front: most recently used
 
@@ -108,15 +113,21 @@ class KvOffload {
   // Moves the least recently used unpinned host block down (to disk, or drops it) and
   // returns its entry; false when every host block is pinned.
   bool host_evict_one(HostEntry& evicted);
+  // The host block `q` asks for (host_.end() when none): keys may collide, so every entry
+  // under the key is checked.
+  HostLru::iterator host_find(const KvTierQuery& q) const;
+  // Takes `it` out of the index and the byte count (the caller erases it from host_).
+  void host_unindex(HostLru::iterator it);
   bool pinned(const PrefixKey& key) const;
   void store_on_disk(const PrefixBlockInfo& info, BlockId block);
 
   KvOffloadConfig config_;
   KvBlockIo& io_;
   int64_t block_bytes_ = 0;
-  int64_t max_host_blocks_ = 0;
-  HostLru host_;
-  std::unordered_map<PrefixKey, HostLru::iterator, PrefixKeyHasher> host_index_;
+  int64_t max_host_bytes_ = 0;  // host_blocks_for x host_entry_bytes: the ledger's figure
+  int64_t host_bytes_ = 0;      // the entries' cost() now
+  mutable HostLru host_;
+  std::unordered_multimap<PrefixKey, HostLru::iterator, PrefixKeyHasher> host_index_;
   std::unique_ptr<KvDiskTier> disk_;
   std::vector<PrefixKey> pinned_;  // a few: one request's tier hits
   std::vector<std::byte> scratch_;  // [block_bytes] a block on its way to or from the disk

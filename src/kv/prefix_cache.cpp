@@ -28,6 +28,7 @@ PrefixCache::PrefixCache(int32_t n_blocks, int32_t block_size)
       key_(n_blocks),
       serial_(n_blocks, 0),
       parent_serial_(n_blocks, 0),
+      parent_block_(n_blocks, kNoBlock),
       parent_key_(n_blocks),
       salt_(n_blocks),
       tokens_(static_cast<size_t>(n_blocks) * block_size, 0) {
@@ -86,6 +87,7 @@ PrefixChain PrefixCache::insert(BlockId block, const PrefixKey& key, const Prefi
   key_[block] = key;
   serial_[block] = next_serial_++;
   parent_serial_[block] = parent.serial;
+  parent_block_[block] = parent.block;
   parent_key_[block] = parent.serial == 0 ? PrefixKey{} : parent.key;
   if (parent.serial == 0) salt_[block].assign(salt);
   std::copy(tokens.begin(), tokens.end(),
@@ -96,14 +98,36 @@ PrefixChain PrefixCache::insert(BlockId block, const PrefixKey& key, const Prefi
 
 PrefixChain PrefixCache::chain_of(BlockId block) const {
   TALLY_DCHECK(contains(block), "prefix cache: block {} is not indexed", block);
-  return {key_[block], serial_[block]};
+  return {key_[block], serial_[block], block};
 }
 
 PrefixBlockInfo PrefixCache::info_of(BlockId block) const {
   TALLY_DCHECK(contains(block), "prefix cache: block {} is not indexed", block);
-  const bool first = parent_serial_[block] == 0;
-  return {key_[block], parent_key_[block], first, first ? std::string_view(salt_[block]) : "",
-          tokens_of(block)};
+  // Back to the first block through parents that are still the ones recorded (same serial).
+  chain_scratch_.clear();
+  BlockId b = block;
+  bool whole = true;
+  for (;;) {
+    chain_scratch_.push_back(b);
+    if (parent_serial_[b] == 0) break;
+    const BlockId p = parent_block_[b];
+    if (p == kNoBlock || serial_[p] != parent_serial_[b]) {
+      whole = false;
+      break;
+    }
+    b = p;
+  }
+  prefix_scratch_.clear();
+  std::string_view salt;
+  if (whole) {
+    salt = salt_[chain_scratch_.back()];
+    for (auto it = chain_scratch_.rbegin(); it != chain_scratch_.rend(); ++it) {
+      const std::span<const int32_t> t = tokens_of(*it);
+      prefix_scratch_.insert(prefix_scratch_.end(), t.begin(), t.end());
+    }
+  }
+  return {key_[block], parent_key_[block], parent_serial_[block] == 0, salt, tokens_of(block),
+          prefix_scratch_};
 }
 
 void PrefixCache::erase(BlockId block) {
@@ -117,6 +141,7 @@ void PrefixCache::erase(BlockId block) {
   }
   serial_[block] = 0;
   parent_serial_[block] = 0;
+  parent_block_[block] = kNoBlock;
   salt_[block].clear();
 }
 

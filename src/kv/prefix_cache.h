@@ -41,11 +41,12 @@ struct PrefixKeyHasher {
   size_t operator()(const PrefixKey& key) const { return static_cast<size_t>(key.low); }
 };
 
-// Where a chain of cached blocks stands: the last block's key and serial number (both zero
-// before the first block).
+// Where a chain of cached blocks stands: the last block's key, serial number and pool block
+// (zero, zero and kNoBlock before the first block).
 struct PrefixChain {
   PrefixKey key;
   uint64_t serial = 0;
+  BlockId block = kNoBlock;
 };
 
 // A serial no pool block ever gets: the chain of a block found in an offload tier (its key
@@ -53,13 +54,16 @@ struct PrefixChain {
 inline constexpr uint64_t kOffloadedSerial = ~uint64_t{0};
 
 // What identifies an indexed block's contents outside the pool (kv/kv_offload.h): its key,
-// its parent's key (zero for a first block), its salt (first blocks) and its token ids.
+// its parent's key (zero for a first block), its chain's salt, its token ids, and every token
+// id from the sequence's start through this block (`prefix`, whose last block_size ids are
+// `tokens`): the offload tiers have no serial numbers, so they compare the whole prefix.
 struct PrefixBlockInfo {
   PrefixKey key;
   PrefixKey parent_key;
   bool first = false;
   std::string_view salt;
   std::span<const int32_t> tokens;
+  std::span<const int32_t> prefix;  // empty: unknown (a parent was evicted first)
 };
 
 class PrefixCache {
@@ -69,7 +73,8 @@ class PrefixCache {
   // hash nodes come and go with cached blocks and are not counted).
   static int64_t bytes_for(int32_t n_blocks, int32_t block_size) {
     return int64_t{n_blocks} *
-           static_cast<int64_t>(2 * sizeof(PrefixKey) + 2 * sizeof(uint64_t) + sizeof(std::string) +
+           static_cast<int64_t>(2 * sizeof(PrefixKey) + 2 * sizeof(uint64_t) + sizeof(BlockId) +
+                                sizeof(std::string) +
                                 static_cast<size_t>(block_size) * sizeof(int32_t));
   }
 
@@ -87,7 +92,9 @@ class PrefixCache {
                      std::string_view salt, std::span<const int32_t> tokens);
   // The chain through an indexed block.
   PrefixChain chain_of(BlockId block) const;
-  // An indexed block's identity, valid until the index changes.
+  // An indexed block's identity, valid until the index changes or the next info_of(). Its
+  // prefix is gathered through the parents still indexed; when one was evicted first (the
+  // pool evicts a prompt's tail first, so rarely) the prefix is empty.
   PrefixBlockInfo info_of(BlockId block) const;
   // `block` is about to receive other contents: forget it (no-op when not indexed).
   void erase(BlockId block);
@@ -110,12 +117,15 @@ class PrefixCache {
   std::vector<PrefixKey> key_;           // [n_blocks]
   std::vector<uint64_t> serial_;         // [n_blocks] 0 = not indexed
   std::vector<uint64_t> parent_serial_;  // [n_blocks] 0 = a first block
+  std::vector<BlockId> parent_block_;    // [n_blocks] the parent's pool block (check its serial)
   std::vector<PrefixKey> parent_key_;    // [n_blocks] the parent's key (offload tiers)
   std::vector<std::string> salt_;        // [n_blocks] first blocks only
   std::vector<int32_t> tokens_;          // [n_blocks][block_size]
   uint64_t next_serial_ = 1;
   std::optional<PrefixKey> forced_key_;
   mutable std::vector<uint8_t> key_input_;  // scratch of key_of(): kept to avoid allocating
+  mutable std::vector<BlockId> chain_scratch_;  // info_of(): the blocks of a prefix
+  mutable std::vector<int32_t> prefix_scratch_;  // info_of(): its tokens
 };
 
 }  // namespace tally

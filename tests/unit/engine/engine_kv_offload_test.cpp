@@ -5,9 +5,14 @@
 // the same output as recompute preemption.
 #include <gtest/gtest.h>
 
+#include <xxhash.h>
+
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "engine/engine.h"
+#include "engine/engine_offload.h"
 #include "engine_test_util.h"
 #include "prefix_workload.h"
 
@@ -90,6 +95,38 @@ TEST(EngineKvOffload, SwapPreemptionEqualsRecomputeBitForBit) {
   const tally::EngineMetrics m = swap->metrics();
   EXPECT_GT(m.num_preemptions_total, 0);
   EXPECT_GT(m.kv_offload.host_stores, 0);
+}
+
+TEST(EngineKvOffload, FingerprintIsTheModelFileAndTheKvShape) {
+  // Hashed through a map, the fingerprint is what hashing the file's bytes, its size and the
+  // KV layout gives (the disk tier's directory name: a file that differs by one byte, or
+  // another KV type or shape, never reads these blocks).
+  const std::string path = stories_config().model_path;
+  tally::KvStorageShape shape;
+  shape.n_layers = 5;
+  shape.n_kv_heads = 4;
+  shape.head_dim = 8;
+  shape.block_size = 16;
+  shape.types = tally::DType::kF16;
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_128bits_reset(st);
+  XXH3_128bits_update(st, bytes.data(), bytes.size());
+  const int64_t layout[] = {static_cast<int64_t>(bytes.size()), 5, 4, 8, 16,
+                            static_cast<int64_t>(tally::DType::kF16),
+                            static_cast<int64_t>(tally::DType::kF16)};
+  XXH3_128bits_update(st, layout, sizeof layout);
+  const XXH128_hash_t h = XXH3_128bits_digest(st);
+  XXH3_freeState(st);
+  auto got = tally::kv_offload_fingerprint(path, shape);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*got, (tally::PrefixKey{h.low64, h.high64}));
+  shape.types = tally::DType::kQ8_0;
+  got = tally::kv_offload_fingerprint(path, shape);
+  ASSERT_TRUE(got.ok());
+  EXPECT_NE(*got, (tally::PrefixKey{h.low64, h.high64}));
+  EXPECT_FALSE(tally::kv_offload_fingerprint(path + ".absent", shape).ok());
 }
 
 TEST(EngineKvOffload, BadOffloadSettingsAreRefused) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,8 @@ struct OffloadRig {
     KvOffloadConfig c;
     c.host_bytes = host_blocks * KvOffload::host_entry_bytes(kOffBlockBytes, kOffBs);
     c.disk_dir = dir;
-    c.disk_bytes = disk_blocks * KvDiskTier::file_bytes(kOffBs, kOffBlockBytes, 0);
+    // Files of blocks up to a second block (their files hold their whole prefix).
+    c.disk_bytes = disk_blocks * KvDiskTier::file_bytes(2 * kOffBs, kOffBlockBytes, 0);
     c.fingerprint = fingerprint;
     c.block_size = kOffBs;
     auto made = KvOffload::create(c, io);
@@ -143,20 +145,32 @@ TEST(KvOffload, PoolHeadThenTierTail) {
 }
 
 TEST(KvOffload, HostTierKeepsItsBoundLeastRecentlyUsedOut) {
-  OffloadRig rig(2, 2);
-  const auto a = offload_tokens(100, 8);
-  const auto b = offload_tokens(200, 8);
-  const auto c = offload_tokens(300, 8);
+  OffloadRig rig(1, 2);  // one-block prompts: each costs one host entry exactly
+  const auto a = offload_tokens(100, 4);
+  const auto b = offload_tokens(200, 4);
+  const auto c = offload_tokens(300, 4);
   rig.run(1, a);
-  rig.run(2, b);  // a's 2 blocks spill
-  rig.run(3, c);  // b's spill, pushing a's out (no disk: dropped)
+  rig.run(2, b);  // a spills
+  rig.run(3, c);  // b spills
+  rig.run(4, offload_tokens(400, 4));  // c spills, pushing a out (no disk: dropped)
   const KvOffloadStats s = rig.offload->stats();
   EXPECT_EQ(s.host_blocks, 2);
-  EXPECT_EQ(s.host_stores, 4);
+  EXPECT_EQ(s.host_stores, 3);
   EXPECT_EQ(s.host_bytes, 2 * KvOffload::host_entry_bytes(kOffBlockBytes, kOffBs));
-  EXPECT_EQ(rig.adopt(4, a), 0);  // gone
-  rig.kv.free(4);
-  EXPECT_EQ(rig.adopt(5, b), 8);
+  EXPECT_EQ(rig.adopt(5, a), 0);  // gone
+  rig.kv.free(5);
+  EXPECT_EQ(rig.adopt(6, b), 4);
+}
+
+TEST(KvOffload, ADeepBlockCostsItsPrefixInTheHostTier) {
+  // A block keeps every token id before it too: the bound is in bytes, as the ledger counts.
+  OffloadRig rig(2, 2);
+  rig.run(1, offload_tokens(100, 8));
+  rig.run(2, offload_tokens(200, 8));  // evicts the first prompt's 2 blocks
+  const KvOffloadStats s = rig.offload->stats();
+  EXPECT_EQ(s.host_stores, 2);
+  EXPECT_EQ(s.host_blocks, 1);  // 80 + 96 bytes do not fit in 2 x 80
+  EXPECT_LE(s.host_bytes, 2 * KvOffload::host_entry_bytes(kOffBlockBytes, kOffBs));
 }
 
 TEST(KvOffload, SaltsNeverCrossInTheTiers) {
@@ -337,10 +351,67 @@ TEST_F(KvDiskTierTest, AFullDiskTierDropsItsOldestFiles) {
   const KvOffloadStats s = rig.offload->stats();
   EXPECT_EQ(s.disk_blocks, 3);
   EXPECT_EQ(s.disk_stores, 4);
-  EXPECT_LE(s.disk_bytes, 3 * KvDiskTier::file_bytes(kOffBs, kOffBlockBytes, 0));
+  EXPECT_LE(s.disk_bytes, 3 * KvDiskTier::file_bytes(2 * kOffBs, kOffBlockBytes, 0));
   EXPECT_EQ(block_files().size(), 3u);
   // The oldest file went: a's last block (a sequence's tail is evicted first).
   EXPECT_EQ(rig.adopt(4, offload_tokens(100, 8)), 4);
+}
+
+// Every key forced to one constant: the tiers find every block as a candidate for every
+// lookup, so only the checks of the whole prefix and the salt keep the KV right. Prompts share
+// later blocks under different first blocks (the same block tokens after another parent) and
+// come with two salts; a small pool sends blocks down to the tiers all the time. Every adopted
+// block must hold the bytes computing it gives (adopt() checks), and hits from the tier(s)
+// under test must happen.
+void run_colliding_keys_load(OffloadRig& rig, uint32_t seed, int64_t& host_hits,
+                             int64_t& disk_hits) {
+  rig.kv.force_prefix_key_for_test(PrefixKey{9, 9});
+  std::mt19937 rng(seed);
+  auto prompt = [&] {
+    std::vector<int32_t> t = offload_tokens(1000 + static_cast<int32_t>(rng() % 4) * 10, kOffBs);
+    const std::vector<int32_t> body = offload_tokens(50 + static_cast<int32_t>(rng() % 2) * 20,
+                                                     2 * kOffBs);
+    t.insert(t.end(), body.begin(), body.end());
+    t.push_back(7);  // a partial block: every full block can be a hit
+    return t;
+  };
+  SeqId seq = 1;
+  for (int step = 0; step < 600 && !::testing::Test::HasFailure(); ++step) {
+    const std::vector<int32_t> t = prompt();
+    const std::string salt = rng() % 3 == 0 ? "salted" : "";
+    if (rng() % 2 == 0) {
+      rig.run(seq++, t, salt);
+    } else {
+      rig.adopt(seq, t, salt);
+      rig.kv.free(seq++);
+    }
+  }
+  host_hits = rig.offload->stats().host_hits;
+  disk_hits = rig.offload->stats().disk_hits;
+}
+
+TEST(KvOffload, CollidingKeysNeverServeAnotherPrefixFromTheHostTier) {
+  OffloadRig rig(4, 16);
+  int64_t host_hits = 0;
+  int64_t disk_hits = 0;
+  run_colliding_keys_load(rig, 21, host_hits, disk_hits);
+  EXPECT_GT(host_hits, 20);
+}
+
+TEST_F(KvDiskTierTest, CollidingKeysNeverServeAnotherPrefixFromTheDiskTier) {
+  // Under one key the disk tier holds one file (the last block written): pools of a few sizes,
+  // so that it is sometimes a later block whose first block another prompt has in the pool.
+  int64_t disk_hits = 0;
+  for (int32_t pool = 5; pool <= 7; ++pool) {
+    std::filesystem::remove_all(dir_);
+    OffloadRig rig(pool, 0, dir_, 16);
+    int64_t host = 0;
+    int64_t disk = 0;
+    run_colliding_keys_load(rig, 22 + pool, host, disk);
+    disk_hits += disk;
+    EXPECT_EQ(rig.offload->stats().disk_errors, 0) << "another prefix's file is a miss, not damage";
+  }
+  EXPECT_GT(disk_hits, 0);
 }
 
 }  // namespace
