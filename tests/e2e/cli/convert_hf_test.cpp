@@ -36,6 +36,7 @@ tally_test::TinySpec qwen3_spec() {
   s.arch = "qwen3";
   s.qk_norm = true;
   s.n_vocab = 128;
+  s.n_ff = 64;  // whole q8_0 blocks for --type q8_0
   s.seed = 5;
   return s;
 }

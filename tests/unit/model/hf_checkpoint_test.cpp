@@ -71,6 +71,21 @@ std::vector<HfCase> cases() {
   gemma2.extra_config = {{"sliding_window", 5}, {"attn_logit_softcapping", 2.0},
                          {"final_logit_softcapping", 3.0}, {"query_pre_attn_scalar", 16}};
   out.push_back(gemma2);
+  HfCase gemma3{"gemma3", base_spec("gemma3")};
+  gemma3.spec.tied = true;
+  gemma3.spec.post_norms = true;
+  gemma3.spec.qk_norm = true;
+  gemma3.spec.head_dim = 16;
+  gemma3.spec.n_layers = 6;
+  gemma3.spec.freq_base = 1000000.0f;
+  gemma3.spec.extra = [](tally::io::GgufWriter& w) {
+    w.set_u32("gemma3.attention.sliding_window", 5);
+    w.set_string("gemma3.rope.scaling.type", "linear");
+    w.set_f32("gemma3.rope.scaling.factor", 8.0f);
+  };
+  gemma3.extra_config = {{"sliding_window", 5}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}},
+                         {"query_pre_attn_scalar", 16}, {"rope_local_base_freq", 10000.0}};
+  out.push_back(gemma3);
   HfCase moe{"qwen3moe", base_spec("qwen3moe")};
   moe.spec.qk_norm = true;
   moe.spec.n_expert = 4;
