@@ -5,6 +5,7 @@
 
 namespace tally {
 
+// gguf_path may also be a Hugging Face model directory (model/hf_checkpoint.h).
 Result<std::unique_ptr<Model>> Model::load(const std::string& gguf_path, const Backend& backend,
                                            const LoadProgress& progress) {
   TALLY_ASSIGN_OR_RETURN(io::GgufFile gguf, open_model_file(gguf_path));

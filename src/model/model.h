@@ -33,7 +33,6 @@ namespace tally {
 
 class Model {
  public:
-  // `path`: a GGUF file, or a Hugging Face model directory (model/hf_checkpoint.h).
   // `backend` must outlive the model (the registry's backends live as long as the process).
   // progress: called as the weights are bound, layer by layer (e.g. a progress bar).
   static Result<std::unique_ptr<Model>> load(const std::string& gguf_path,
