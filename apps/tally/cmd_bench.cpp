@@ -70,7 +70,7 @@ int run_bench(BenchArgs args) {
 
 void add_throughput_flags(CLI::App& app, BenchArgs& a) {
   ThroughputWorkload& w = a.workload;
-  app.add_option("-m,--model", a.engine.config.model_path, "GGUF model file")
+  app.add_option("-m,--model", a.engine.config.model_path, "GGUF model file or Hugging Face model directory")
       ->capture_default_str();
   app.add_option("--requests", w.n_requests, "Requests, all submitted at once")
       ->capture_default_str()

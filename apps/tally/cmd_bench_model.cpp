@@ -78,7 +78,7 @@ Runner add_bench_model_options(CLI::App& bench) {
   auto args = std::make_shared<BenchModelArgs>();
   args->model = default_model_path();
   auto& o = args->options;
-  bench.add_option("-m,--model", args->model, "GGUF model file")->capture_default_str();
+  bench.add_option("-m,--model", args->model, "GGUF model file or Hugging Face model directory")->capture_default_str();
   bench.add_option("-t,--threads", args->threads, "Compute threads; 0 = one per core")
       ->capture_default_str();
   bench.add_option("--prompt", o.prompt_lengths, "Prefill tests: prompt lengths, comma-separated")

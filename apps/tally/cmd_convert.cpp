@@ -1,5 +1,6 @@
 // tally convert --llama2c CHECKPOINT --tokenizer TOK.bin -o OUT.gguf
 // tally convert --synthetic PRESET [--type TYPE] [--seed N] [--vocab-from GGUF] -o OUT.gguf
+// tally convert --hf DIR [--type TYPE] -o OUT.gguf (convert_hf.cpp)
 #include <sys/stat.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "cli_common.h"
 #include "progress_bar.h"
 #include "commands.h"
+#include "convert_hf.h"
 #include "io/llama2c.h"
 #include "plan/plan_presets.h"
 #include "synth/synthetic_model.h"
@@ -21,6 +23,7 @@ namespace {
 struct ConvertFlags {
   io::Llama2cConvertOptions llama2c;
   synth::SyntheticOptions synthetic;
+  std::string hf_dir;
   std::string output_path;
 };
 
@@ -71,8 +74,11 @@ Runner add_convert_command(CLI::App& app) {
   auto* synthetic = app.add_option("--synthetic", f->synthetic.preset,
                                    fmt::format("Write seeded random weights in the shapes of a preset ({})",
                                                fmt::join(plan::plan_preset_names(), ", ")));
+  auto* hf = app.add_option("--hf", f->hf_dir,
+                            "Hugging Face model directory (config.json, *.safetensors, tokenizer.json) to write as GGUF")
+                 ->check(CLI::ExistingDirectory);
   auto* type = app.add_option("--type", f->synthetic.type,
-                              fmt::format("Weight type with --synthetic, a llama.cpp file type with its per-tensor mix: {} (q3_k, q4_k, q5_k = the _m types)",
+                              fmt::format("Weight type with --synthetic or --hf, a llama.cpp file type with its per-tensor mix: {} (q3_k, q4_k, q5_k = the _m types); --hf defaults to auto (each tensor's own f32/f16/bf16)",
                                           fmt::join(quant::quant_scheme_names(), ", ")))
                    ->capture_default_str();
   auto* seed = app.add_option("--seed", f->synthetic.seed, "Seed of the synthetic weights")->capture_default_str();
@@ -84,15 +90,19 @@ Runner add_convert_command(CLI::App& app) {
                       ->capture_default_str();
   app.add_option("-o,--output", f->output_path, "GGUF file to write")->required();
   // Checked here rather than with CLI11's needs/excludes, which would clutter --help.
-  const std::vector<CLI::Option*> synthetic_only = {type, seed, vocab, threads};
-  return [f, llama2c, tokenizer, synthetic, synthetic_only] {
+  const std::vector<CLI::Option*> synthetic_only = {seed, vocab, threads};
+  return [f, llama2c, tokenizer, synthetic, hf, type, synthetic_only] {
     auto usage = [](std::string msg) { return report_error(Status(ErrorCode::kInvalidArgument, std::move(msg))); };
-    if ((llama2c->count() > 0) == (synthetic->count() > 0)) return usage("convert: give one of --llama2c or --synthetic");
+    if ((llama2c->count() > 0) + (synthetic->count() > 0) + (hf->count() > 0) != 1)
+      return usage("convert: give one of --llama2c, --synthetic or --hf");
     if ((llama2c->count() > 0) != (tokenizer->count() > 0)) return usage("convert: --llama2c needs --tokenizer (and only it)");
     for (const CLI::Option* opt : synthetic_only) {
       if (opt->count() > 0 && synthetic->count() == 0)
         return usage(fmt::format("convert: {} only applies to --synthetic", opt->get_name()));
     }
+    if (type->count() > 0 && llama2c->count() > 0) return usage("convert: --type applies to --synthetic and --hf");
+    if (hf->count() > 0)
+      return run_convert_hf(f->hf_dir, type->count() > 0 ? f->synthetic.type : "auto", f->output_path);
     if (synthetic->count() > 0) {
       synth::SyntheticOptions o = f->synthetic;
       o.output_path = f->output_path;

@@ -181,7 +181,7 @@ Runner add_generate_command(CLI::App& app) {
   args->model = default_model_path();
   args->sampling.seed = kRandomSeed;
   auto& p = args->sampling;
-  app.add_option("-m,--model", args->model, "GGUF model file")->capture_default_str();
+  app.add_option("-m,--model", args->model, "GGUF model file or Hugging Face model directory")->capture_default_str();
   app.add_option("-p,--prompt", args->prompt, "Prompt text (empty: start from BOS)")->capture_default_str();
   app.add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most")->capture_default_str();
   app.add_option("--temp", p.temperature, "Temperature; 0 = greedy")->capture_default_str()->check(CLI::Range(0.0f, 100.0f));

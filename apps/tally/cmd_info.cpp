@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "io/gguf.h"
+#include "model/hf_checkpoint.h"
 
 namespace tally::cli {
 
@@ -32,7 +33,7 @@ std::string dims_string(const std::vector<int64_t>& dims) {
 }
 
 int run_info(const InfoArgs& args) {
-  auto file = io::GgufFile::open(args.model);
+  auto file = open_model_file(args.model);
   if (!file.ok()) return report_error(file.status());
   const io::GgufFile& f = *file;
 
@@ -98,7 +99,7 @@ int run_info(const InfoArgs& args) {
 Runner add_info_command(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   args->model = default_model_path();
-  app.add_option("model", args->model, "GGUF model file")->capture_default_str();
+  app.add_option("model", args->model, "GGUF model file or Hugging Face model directory")->capture_default_str();
   app.add_flag("--tensors", args->tensors, "List every tensor (name, type, shape, size)");
   app.add_flag("--metadata", args->metadata, "Dump every metadata key");
   return [args] { return run_info(*args); };

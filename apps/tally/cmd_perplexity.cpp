@@ -82,7 +82,7 @@ int run_perplexity(PerplexityArgs args) {
 Runner add_perplexity_command(CLI::App& app) {
   auto args = std::make_shared<PerplexityArgs>();
   args->model = default_model_path();
-  app.add_option("-m,--model", args->model, "GGUF model")->capture_default_str();
+  app.add_option("-m,--model", args->model, "GGUF model file or Hugging Face model directory")->capture_default_str();
   app.add_option("-f,--file", args->text_path, "Text to score")->required()->check(CLI::ExistingFile);
   app.add_option("--ctx", args->options.n_ctx, "Tokens per chunk; the second half of each is scored")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 20))

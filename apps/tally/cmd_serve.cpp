@@ -11,6 +11,7 @@
 #include "engine/engine_flags.h"
 #include "engine/ledger_text.h"
 #include "io/gguf.h"
+#include "model/hf_checkpoint.h"
 #include "metrics/server_metrics.h"
 #include "model/arch.h"
 #include "model/model_config.h"
@@ -28,7 +29,7 @@ namespace {
 // The model's own chat template when it has one, else ChatML.
 std::unique_ptr<server::ChatRenderer> chat_renderer_for(const std::string& model_path,
                                                         const Tokenizer& tokenizer) {
-  auto gguf = io::GgufFile::open(model_path);
+  auto gguf = open_model_file(model_path, /*metadata_only=*/true);
   if (!gguf.ok()) return server::chatml_renderer(ChatTemplateContext::from_tokenizer(tokenizer));
   return server::model_chat_renderer(*gguf, tokenizer);
 }

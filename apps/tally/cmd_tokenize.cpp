@@ -4,6 +4,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "io/gguf.h"
+#include "model/hf_checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally::cli {
@@ -19,7 +20,7 @@ struct TokenizeArgs {
 };
 
 int run_tokenize(const TokenizeArgs& args) {
-  auto file = io::GgufFile::open(args.model);
+  auto file = open_model_file(args.model, /*metadata_only=*/true);
   if (!file.ok()) return report_error(file.status());
   auto tok = Tokenizer::from_gguf(*file);
   if (!tok.ok()) return report_error(tok.status());
@@ -38,7 +39,7 @@ int run_tokenize(const TokenizeArgs& args) {
 
 Runner add_tokenize_command(CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
-  app.add_option("model", args->model, "GGUF model (or vocabulary-only) file")->required();
+  app.add_option("model", args->model, "GGUF model (or vocabulary-only) file, or Hugging Face model directory")->required();
   app.add_option("text", args->text, "Text to tokenize")->required();
   app.add_flag("--no-bos", args->no_special, "Do not add BOS/EOS as the model's metadata asks");
   app.add_flag("--parse-special", args->parse_special,

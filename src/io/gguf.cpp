@@ -29,6 +29,13 @@ Result<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, std::string nam
   return file;
 }
 
+Result<GgufFile> GgufFile::parse_owned(std::vector<uint8_t> bytes, std::string name) {
+  auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  TALLY_ASSIGN_OR_RETURN(GgufFile file, parse(*owned, std::move(name)));
+  file.owned_ = std::move(owned);  // the views stay valid: the vector's buffer does not move
+  return file;
+}
+
 const GgufValue* GgufFile::find(std::string_view key) const {
   auto it = kv_index_.find(key);
   return it == kv_index_.end() ? nullptr : &kv_[it->second].second;

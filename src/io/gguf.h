@@ -86,6 +86,9 @@ class GgufFile {
   static Result<GgufFile> open(const std::string& path);
   // Parses bytes owned by the caller (tests, fuzzing); they must outlive the GgufFile.
   static Result<GgufFile> parse(std::span<const uint8_t> bytes, std::string name = "<memory>");
+  // Parses bytes the GgufFile then owns (a model built in memory, e.g. from a Hugging Face
+  // directory).
+  static Result<GgufFile> parse_owned(std::vector<uint8_t> bytes, std::string name);
 
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
@@ -130,6 +133,7 @@ class GgufFile {
 
   std::string name_;
   std::unique_ptr<MappedFile> map_;  // null when parsing borrowed bytes
+  std::shared_ptr<const std::vector<uint8_t>> owned_;  // parse_owned's bytes
   std::span<const uint8_t> bytes_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

@@ -278,6 +278,11 @@ Status GgufWriter::add_tensor_streamed(std::string name, DType type, std::vector
 std::vector<uint8_t> GgufWriter::to_bytes() const {
   TALLY_CHECK(impl_->alignment_error.empty(), "gguf writer: {}", impl_->alignment_error);
   std::vector<uint8_t> out = impl_->head();
+  // Reserved whole: a model built in memory (a Hugging Face directory) is not copied again as
+  // the vector grows.
+  size_t total = out.size();
+  for (const Impl::Tensor& t : impl_->tensors) total += impl_->padded(t.n_bytes);
+  out.reserve(total);
   Bytes b(out);
   for (const Impl::Tensor& t : impl_->tensors) {
     const Status st = impl_->emit_tensor(t, [&](std::span<const uint8_t> chunk) -> Status {

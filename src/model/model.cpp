@@ -1,12 +1,14 @@
 #include "model/model.h"
 
+#include "model/hf_checkpoint.h"
 #include "model/rope_freqs.h"
 
 namespace tally {
 
+// gguf_path may also be a Hugging Face model directory (model/hf_checkpoint.h).
 Result<std::unique_ptr<Model>> Model::load(const std::string& gguf_path, const Backend& backend,
                                            const LoadProgress& progress) {
-  TALLY_ASSIGN_OR_RETURN(io::GgufFile gguf, io::GgufFile::open(gguf_path));
+  TALLY_ASSIGN_OR_RETURN(io::GgufFile gguf, open_model_file(gguf_path));
   auto model = from_gguf(std::move(gguf), backend, progress);
   if (!model.ok()) return model.status().with_context(gguf_path);
   return model;

@@ -13,7 +13,7 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
       ->capture_default_str();
   app.add_option("--port", s.port, "TCP port; 0 picks a free one (printed at start)")
       ->capture_default_str();
-  app.add_option("-m,--model", s.model_path, "GGUF model file")->capture_default_str();
+  app.add_option("-m,--model", s.model_path, "GGUF model file or Hugging Face model directory")->capture_default_str();
   app.add_option("--served-model-name", s.served_model_names,
                  "Name(s) clients use in \"model\" (repeatable; default: the file's stem)");
   // Security and limits.
@@ -86,6 +86,13 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
 }
 
 std::string model_name_from_path(const std::string& path) {
+  // A Hugging Face directory is named by its last component, whole ("Qwen2.5-7B-Instruct/").
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    std::filesystem::path p = std::filesystem::path(path).lexically_normal();
+    if (p.filename().empty()) p = p.parent_path();  // a trailing '/'
+    return p.filename().string();
+  }
   return std::filesystem::path(path).stem().string();
 }
 

@@ -57,7 +57,7 @@ TEST(ConvertSynthetic, Stories110MLowBitTypesRunTheSameOnAnyThreadCount) {
 TEST(ConvertSynthetic, FlagMistakesAreUsageErrors) {
   const std::string out = " -o " + shell_quote(tally_test::temp_dir() + "/never.gguf");
   const std::pair<std::string, std::string> cases[] = {
-      {"convert" + out, "give one of --llama2c or --synthetic"},
+      {"convert" + out, "give one of --llama2c, --synthetic or --hf"},
       {"convert --synthetic tinyllama-1.1b --llama2c " + shell_quote(tally_test::repo_path("README.md")) +
            " --tokenizer " + shell_quote(tally_test::repo_path("README.md")) + out,
        "give one of"},

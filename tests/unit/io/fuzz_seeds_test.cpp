@@ -8,6 +8,7 @@
 #include "io/gguf.h"
 #include "io/imatrix_file.h"
 #include "io/llama2c.h"
+#include "io/safetensors.h"
 #include "support/test_data.h"
 
 namespace tally::io {
@@ -52,6 +53,17 @@ TEST(FuzzSeeds, EveryLlama2cSeedConverts) {
     ++n;
   }
   EXPECT_GE(n, 2);
+}
+
+TEST(FuzzSeeds, EverySafetensorsSeedParses) {
+  const std::string dir = tally_test::repo_path("tests/fuzz/corpus/safetensors");
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    auto f = SafetensorsFile::open(entry.path().string());
+    EXPECT_TRUE(f.ok()) << f.status().to_string();
+    ++n;
+  }
+  EXPECT_GE(n, 3);
 }
 
 }  // namespace

@@ -1,0 +1,198 @@
+#include "model/hf_checkpoint.h"
+
+#include <filesystem>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "io/safetensors.h"
+#include "model/hf_tensors.h"
+#include "tokenizer/tokenizer_hf.h"
+
+namespace tally {
+
+namespace {
+
+using nlohmann::json;
+
+// llama.cpp's tokenizer.ggml.pre name for the pre-tokenizer tokenizer_hf.h recognised.
+std::string gguf_pre_name(const TokenizerVocab& v) {
+  if (v.kind == TokenizerKind::kSpm) return "default";
+  if (v.pre.empty()) return "gpt-2";
+  if (v.pre == "llama3") return "llama-bpe";
+  return v.pre;
+}
+
+Status write_tokenizer(TokenizerVocab v, int64_t n_vocab, io::GgufWriter& w) {
+  const size_t n = static_cast<size_t>(n_vocab);
+  if (v.tokens.size() > n)
+    return make_error(ErrorCode::kFormat, "tokenizer.json has {} tokens, more than config.json's vocab_size {}",
+                      v.tokens.size(), n_vocab);
+  // The embedding's extra rows get unused placeholders, as llama.cpp's converter pads them.
+  if (v.types.empty()) v.types.assign(v.tokens.size(), TokenType::kNormal);
+  if (v.kind == TokenizerKind::kSpm && v.scores.empty()) v.scores.assign(v.tokens.size(), 0.0f);
+  for (size_t i = v.tokens.size(); i < n; ++i) {
+    v.tokens.push_back(fmt::format("[PAD{}]", i));
+    v.types.push_back(TokenType::kUnused);
+    if (v.kind == TokenizerKind::kSpm) v.scores.push_back(-std::numeric_limits<float>::infinity());
+  }
+  w.set_string("tokenizer.ggml.model", v.kind == TokenizerKind::kSpm ? "llama" : "gpt2");
+  w.set_string("tokenizer.ggml.pre", gguf_pre_name(v));
+  w.set_string_array("tokenizer.ggml.tokens", std::move(v.tokens));
+  if (v.kind == TokenizerKind::kSpm) w.set_f32_array("tokenizer.ggml.scores", std::move(v.scores));
+  std::vector<int32_t> types;
+  for (TokenType t : v.types) types.push_back(static_cast<int32_t>(t));
+  w.set_i32_array("tokenizer.ggml.token_type", std::move(types));
+  if (v.kind == TokenizerKind::kBpe) w.set_string_array("tokenizer.ggml.merges", std::move(v.merges));
+  auto id = [&](const char* key, std::optional<int32_t> value) {
+    if (value && *value >= 0) w.set_u32(key, static_cast<uint32_t>(*value));
+  };
+  id("tokenizer.ggml.bos_token_id", v.bos_id);
+  id("tokenizer.ggml.eos_token_id", v.eos_id);
+  id("tokenizer.ggml.unknown_token_id", v.unk_id);
+  id("tokenizer.ggml.eot_token_id", v.eot_id);
+  id("tokenizer.ggml.eom_token_id", v.eom_id);
+  if (v.add_bos) w.set_bool("tokenizer.ggml.add_bos_token", *v.add_bos);
+  if (v.add_eos) w.set_bool("tokenizer.ggml.add_eos_token", *v.add_eos);
+  if (v.add_space_prefix) w.set_bool("tokenizer.ggml.add_space_prefix", *v.add_space_prefix);
+  return Status::ok_status();
+}
+
+// tokenizer_config.json's chat_template (a string, or named templates), else chat_template.jinja.
+Status write_chat_template(const std::string& dir, const json& config, io::GgufWriter& w) {
+  if (auto it = config.find("chat_template"); it != config.end() && !it->is_null()) {
+    if (it->is_string()) {
+      w.set_string("tokenizer.chat_template", it->get<std::string>());
+      return Status::ok_status();
+    }
+    if (!it->is_array())
+      return make_error(ErrorCode::kFormat, "tokenizer_config.json: chat_template is not a string or a list");
+    for (const json& t : *it) {
+      if (!t.is_object() || !t.value("name", json()).is_string() || !t.value("template", json()).is_string())
+        return make_error(ErrorCode::kFormat, "tokenizer_config.json: a chat_template entry without name/template");
+      const std::string name = t["name"].get<std::string>();
+      w.set_string(name == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name,
+                   t["template"].get<std::string>());
+    }
+    return Status::ok_status();
+  }
+  auto jinja = read_hf_file(dir + "/chat_template.jinja");
+  if (jinja.ok()) w.set_string("tokenizer.chat_template", std::move(jinja).value());
+  return Status::ok_status();
+}
+
+// generation_config.json: default sampling (llama.cpp's general.sampling.* keys) and its
+// eos_token_id (first of a list) where tokenizer_config.json names no EOS.
+Status read_generation_config(const std::string& dir, TokenizerVocab& v, io::GgufWriter& w) {
+  auto text = read_hf_file(dir + "/generation_config.json");
+  if (!text.ok()) return text.status().code() == ErrorCode::kNotFound ? Status::ok_status() : text.status();
+  const json g = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!g.is_object()) return make_error(ErrorCode::kFormat, "generation_config.json: not a JSON object");
+  if (auto it = g.find("temperature"); it != g.end() && it->is_number())
+    w.set_f32("general.sampling.temp", it->get<float>());
+  if (auto it = g.find("top_p"); it != g.end() && it->is_number())
+    w.set_f32("general.sampling.top_p", it->get<float>());
+  if (auto it = g.find("top_k"); it != g.end() && it->is_number_integer())
+    w.set_i32("general.sampling.top_k", it->get<int32_t>());
+  if (auto it = g.find("eos_token_id"); it != g.end() && !v.eos_id) {
+    const json* first = it->is_array() && !it->empty() ? &(*it)[0] : &*it;
+    if (first->is_number_integer()) v.eos_id = first->get<int32_t>();
+  }
+  return Status::ok_status();
+}
+
+Result<json> read_json(const std::string& path) {
+  TALLY_ASSIGN_OR_RETURN(std::string text, read_hf_file(path));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return make_error(ErrorCode::kFormat, "{}: not a JSON object", path);
+  return j;
+}
+
+uint32_t file_type_of(DType t) {
+  switch (t) {
+    case DType::kF16: return 1;
+    case DType::kBF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
+    default: return 0;
+  }
+}
+
+Result<HfConvertSummary> convert(const std::string& dir, std::optional<DType> type, io::GgufWriter& w,
+                                 std::function<void()> on_tensor, bool metadata_only) {
+  if (type && *type != DType::kF32 && *type != DType::kF16 && *type != DType::kBF16)
+    return make_error(ErrorCode::kInvalidArgument, "weights of type {} (f32, f16 or bf16 here)", dtype_name(*type));
+  auto config = read_json(dir + "/config.json");
+  if (!config.ok()) return config.status();
+  // The tokenizer files are checked before the weights are touched.
+  json tok_config;
+  if (auto c = read_hf_config(dir + "/tokenizer_config.json"); c.ok()) {
+    tok_config = std::move(c).value();
+  } else if (c.status().code() != ErrorCode::kNotFound) {
+    return c.status();
+  }
+  auto tok_text = read_hf_file(dir + "/tokenizer.json");
+  if (!tok_text.ok())
+    return make_error(ErrorCode::kNotFound, "tokenizer.json not found (tally reads Hugging Face tokenizers "
+                                            "from tokenizer.json, not tokenizer.model)");
+  TALLY_ASSIGN_OR_RETURN(TokenizerVocab vocab, tokenizer_vocab_from_hf(*tok_text, tok_config));
+
+  HfConvertSummary summary;
+  std::filesystem::path dir_path = std::filesystem::path(dir).lexically_normal();
+  if (dir_path.filename().empty()) dir_path = dir_path.parent_path();  // a trailing '/'
+  const std::string name = dir_path.filename().string();
+  TALLY_ASSIGN_OR_RETURN(summary.info,
+                         hf_config_to_gguf(*config, name.empty() ? std::string("model") : name, w));
+  auto ckpt = std::make_shared<io::SafetensorsCheckpoint>();
+  TALLY_ASSIGN_OR_RETURN(*ckpt, io::SafetensorsCheckpoint::open_dir(dir));
+  TALLY_ASSIGN_OR_RETURN(std::vector<HfTensorPlan> plans, plan_hf_tensors(summary.info, *ckpt, type));
+  summary.n_shards = ckpt->n_files();
+  w.set_u32("general.file_type", file_type_of(plans.front().type));
+  w.set_u32("general.quantization_version", 2);
+  TALLY_RETURN_IF_ERROR(read_generation_config(dir, vocab, w));
+  TALLY_RETURN_IF_ERROR(write_tokenizer(std::move(vocab), summary.info.n_vocab, w));
+  TALLY_RETURN_IF_ERROR(write_chat_template(dir, tok_config, w));
+
+  if (metadata_only) return summary;
+  if (!summary.info.rope_freqs.empty()) {
+    const auto& f = summary.info.rope_freqs;
+    TALLY_RETURN_IF_ERROR(w.add_tensor("rope_freqs.weight", DType::kF32, {static_cast<int64_t>(f.size())},
+                                       {reinterpret_cast<const uint8_t*>(f.data()), f.size() * sizeof(float)}));
+    ++summary.n_tensors;
+  }
+  for (HfTensorPlan& p : plans) {
+    summary.tensor_bytes += p.n_bytes();
+    ++summary.n_tensors;
+    auto plan = std::make_shared<HfTensorPlan>(std::move(p));
+    TALLY_RETURN_IF_ERROR(w.add_tensor_streamed(
+        plan->name, plan->type, plan->dims, [ckpt, plan, on_tensor](io::GgufWriter::TensorEmit emit) {
+          TALLY_RETURN_IF_ERROR(produce_hf_tensor(*plan, emit));
+          for (const io::SafetensorsTensor* t : plan->sources) ckpt->file_of(t->name).release(*t);
+          if (on_tensor) on_tensor();
+          return Status::ok_status();
+        }));
+  }
+  return summary;
+}
+
+}  // namespace
+
+bool is_hf_model_dir(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+Result<HfConvertSummary> hf_dir_to_gguf(const std::string& dir, std::optional<DType> type, io::GgufWriter& w,
+                                        std::function<void()> on_tensor, bool metadata_only) {
+  auto s = convert(dir, type, w, std::move(on_tensor), metadata_only);
+  if (!s.ok()) return s.status().with_context(dir);
+  return s;
+}
+
+Result<io::GgufFile> open_model_file(const std::string& path, bool metadata_only) {
+  if (!is_hf_model_dir(path)) return io::GgufFile::open(path);
+  io::GgufWriter w;
+  TALLY_RETURN_IF_ERROR(hf_dir_to_gguf(path, std::nullopt, w, {}, metadata_only));
+  return io::GgufFile::parse_owned(w.to_bytes(), path);
+}
+
+}  // namespace tally
