@@ -57,6 +57,8 @@ int run_plan(PlanArgs args) {
   if (!args.draft_model.empty()) {
     auto d = plan::plan_model_from_spec(args.draft_model);
     if (!d.ok()) return report_error(d.status().with_context("--draft-model"));
+    if (Status st = plan::check_draft_model(*model, *d, args.options.context); !st.ok())
+      return report_error(st.with_context("--draft-model"));
     draft = std::move(*d);
   }
   auto p = plan::compute_plan(*model, args.options, draft ? &*draft : nullptr);

@@ -82,7 +82,7 @@ Result<EngineSizing> engine_sizing(const EngineConfig& config, const ModelConfig
   const plan::Plan& p = s.plan;
   int64_t n_blocks = 0;
   if (config.kv_cache_memory > 0) {
-    n_blocks = config.kv_cache_memory / p.pool_block_bytes;
+    n_blocks = config.kv_cache_memory / p.kv_block_bytes;  // the target's KV; a draft's on top
   } else if (config.memory_budget > 0) {
     if (!p.model_fits) {
       return make_error(ErrorCode::kOutOfMemory,

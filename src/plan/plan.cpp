@@ -209,20 +209,12 @@ void add_capacity(const PlanModel& m, Plan& p) {
 }
 
 // The draft model (DraftPlan): whole on the one rank, sized for the target's step and pool.
-Status add_draft(const PlanModel& target, const PlanModel& d, Plan& p) {
+Status add_draft(const PlanModel& d, Plan& p) {
   TALLY_RETURN_IF_ERROR(plan_model_validate(d));
   const PlanOptions& o = p.options;
   if (o.tp != 1)
     return make_error(ErrorCode::kInvalidArgument,
                       "a draft model is planned on one rank (tensor-parallel degree {})", o.tp);
-  if (d.n_vocab != target.n_vocab)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "draft model {}: its vocabulary of {} tokens is not the target's {}", d.name,
-                      d.n_vocab, target.n_vocab);
-  if (d.context_length < o.context)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "draft model {}: it was trained for {} positions, the plan runs {}", d.name,
-                      d.context_length, o.context);
   TALLY_RETURN_IF_ERROR(kv_types_check_shape(o.kv_type, d.n_kv_heads, d.head_dim));
   DraftPlan dp;
   dp.name = d.name;
@@ -250,6 +242,19 @@ Status add_draft(const PlanModel& target, const PlanModel& d, Plan& p) {
 
 }  // namespace
 
+Status check_draft_model(const PlanModel& target, const PlanModel& draft, int64_t context) {
+  if (draft.n_vocab != target.n_vocab)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "draft model {}: its vocabulary of {} tokens is not the target's {}",
+                      draft.name, draft.n_vocab, target.n_vocab);
+  const int64_t ctx = context > 0 ? context : target.context_length;
+  if (draft.context_length < ctx)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "draft model {}: it was trained for {} positions, the plan runs {}",
+                      draft.name, draft.context_length, ctx);
+  return Status::ok_status();
+}
+
 Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options,
                           const PlanModel* draft) {
   TALLY_RETURN_IF_ERROR(plan_model_validate(model));
@@ -269,7 +274,7 @@ Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options,
   add_parallel_split(model, p);
   add_weights(model, *p.options.weights, p);
   p.step_tokens = std::min(p.options.batch_tokens, p.options.concurrency * p.options.context);
-  if (draft) TALLY_RETURN_IF_ERROR(add_draft(model, *draft, p));
+  if (draft) TALLY_RETURN_IF_ERROR(add_draft(*draft, p));
   TALLY_RETURN_IF_ERROR(add_kv(model, p));
   add_activations(model, p);
   add_capacity(model, p);

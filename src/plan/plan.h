@@ -117,8 +117,14 @@ struct Plan {
 // InvalidArgument for options that cannot be planned (tp not dividing the heads, a zero
 // block size, weights "file" for a model without a file, ...). A budget too small is not an
 // error: it is a Plan with model_fits == false. With `draft` (a draft model for speculative
-// decoding: the target's vocabulary, tp 1) its weights, buffers and KV are counted too.
+// decoding, tp 1; check_draft_model says whether it can draft for `model`) its weights,
+// buffers and KV are counted too.
 Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options,
                           const PlanModel* draft = nullptr);
+
+// What `tally plan` can tell of a draft model before the engine loads it (which checks every
+// token's text): InvalidArgument for another vocabulary size, or a trained context shorter
+// than `context` (0 = the target's).
+Status check_draft_model(const PlanModel& target, const PlanModel& draft, int64_t context);
 
 }  // namespace tally::plan

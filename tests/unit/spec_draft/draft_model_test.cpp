@@ -89,9 +89,6 @@ tally::EngineConfig draft_config(const std::string& draft, int32_t max_seqs, boo
   c.max_batched_tokens = 24;  // prompts of up to ~100 tokens are chunked
   c.max_seqs = max_seqs;
   c.prefix_cache = prefix_cache;
-  // The pool is counted in target + draft bytes per block: 2 MiB keeps stories260K's 51
-  // blocks with stories260K drafting for itself.
-  c.kv_cache_memory = int64_t{2} << 20;
   c.spec.mode = draft.empty() ? tally::SpecMode::kOff : tally::SpecMode::kDraft;
   c.spec.draft_model_path = draft;
   c.spec.num_speculative_tokens = 4;
@@ -340,9 +337,9 @@ TEST(DraftModel, MemoryBudgetCountsTheDraftModelAsThePlanDoes) {
   auto alone = tally::plan::compute_plan(*target, o);
   ASSERT_TRUE(alone.ok());
   EXPECT_GT(alone->n_blocks, p->n_blocks);
-  // --kv-cache-memory is counted in the same blocks.
+  // --kv-cache-memory is the target's KV alone (the draft's comes on top).
   c.memory_budget = 0;
-  c.kv_cache_memory = 100 * p->pool_block_bytes;
+  c.kv_cache_memory = 100 * p->kv_block_bytes;
   auto sized = tally::EngineCore::create(c);
   ASSERT_TRUE(sized.ok()) << sized.status().to_string();
   EXPECT_EQ((*sized)->ledger().kv_blocks, 100);
@@ -350,7 +347,7 @@ TEST(DraftModel, MemoryBudgetCountsTheDraftModelAsThePlanDoes) {
 
 TEST(DraftModel, NoLeakedBlocksUnderRandomCancellations) {
   tally::EngineConfig c = draft_config(repo_path("models/stories260K.gguf"), 8, true);
-  c.kv_cache_memory = 24 * 16 * (1280 + 1280);  // 24 blocks of target + draft: preemptions too
+  c.kv_cache_memory = 24 * 16 * 1280;  // 24 blocks: preemptions too
   auto core_or = tally::EngineCore::create(c);
   ASSERT_TRUE(core_or.ok()) << core_or.status().to_string();
   tally::EngineCore& core = **core_or;
