@@ -1,4 +1,6 @@
 // tally plan: the memory ledger for a model and settings, without allocating anything.
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cli_common.h"
@@ -21,6 +23,7 @@ struct PlanArgs {
   std::string weights;  // empty = the model's own
   KvTypeFlags kv_type;
   std::string memory;   // empty = no budget
+  std::string draft_model;  // empty = none
   std::string kv_offload_memory = "0";  // the host offload tier, as serve's flag
   plan::PlanOptions options;
   bool json = false;
@@ -50,7 +53,15 @@ int run_plan(PlanArgs args) {
   auto offload = plan::parse_memory_size(args.kv_offload_memory);
   if (!offload.ok()) return report_error(offload.status().with_context("--kv-offload-memory"));
   args.options.kv_offload_host_bytes = *offload;
-  auto p = plan::compute_plan(*model, args.options);
+  std::optional<plan::PlanModel> draft;
+  if (!args.draft_model.empty()) {
+    auto d = plan::plan_model_from_spec(args.draft_model);
+    if (!d.ok()) return report_error(d.status().with_context("--draft-model"));
+    if (Status st = plan::check_draft_model(*model, *d, args.options.context); !st.ok())
+      return report_error(st.with_context("--draft-model"));
+    draft = std::move(*d);
+  }
+  auto p = plan::compute_plan(*model, args.options, draft ? &*draft : nullptr);
   if (!p.ok()) return report_error(p.status());
   if (args.json) {
     fmt::print("{}\n", plan::plan_json(*p).dump(2));
@@ -83,6 +94,9 @@ Runner add_plan_command(CLI::App& app) {
                  "verify (its extra logits rows); 0 = speculation off")
       ->capture_default_str()
       ->check(CLI::Range(0, static_cast<int>(kMaxSpeculativeTokens)));
+  app.add_option("--draft-model", args->draft_model,
+                 "Speculative decoding's draft model (a preset, GGUF or HF config.json, as -m): "
+                 "its weights, buffers and KV, which every KV block holds beside the target's");
   app.add_option("--memory", args->memory, "Memory budget per rank, e.g. 80GiB, 24GB, 512MiB");
   app.add_option("--kv-offload-memory", args->kv_offload_memory,
                  "Host RAM for the KV offload tier below the pool, as serve's flag (counted "

@@ -1,10 +1,12 @@
 #include "engine/draft_model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "plan/activations.h"
 
 namespace tally {
 
@@ -43,11 +45,20 @@ Status DraftModelRunner::check_vocabulary(const Tokenizer& target, const Tokeniz
 }
 
 int64_t DraftModelRunner::buffer_bytes_for(const ModelConfig& draft, const DraftRunnerConfig& c) {
-  const int64_t rows = draft_max_rows(c);
-  const int64_t i32 = sizeof(int32_t);
-  return ForwardScratch::bytes_for(draft, c.max_tokens) + 3 * c.max_tokens * i32 +
-         rows * static_cast<int64_t>(sizeof(BatchSequence) + sizeof(int32_t) + sizeof(size_t)) +
-         rows * (1 + c.max_draft) * draft.n_vocab * static_cast<int64_t>(sizeof(float));
+  // plan/activations.h is the one home of these sizes (`tally plan --draft-model` prints them).
+  plan::ActivationShape s;
+  s.n_tokens = c.max_tokens;
+  s.n_rows = draft_max_rows(c);
+  s.n_embd = draft.n_embd;
+  s.n_heads = draft.n_heads;
+  s.n_kv_heads = draft.n_kv_heads;
+  s.head_dim = draft.head_dim;
+  s.rope_dim = draft.rope_dim;
+  s.n_ff = draft.ffn_hidden_width();
+  s.n_vocab = draft.n_vocab;
+  s.n_expert = draft.n_expert;
+  s.n_expert_used = draft.n_expert_used;
+  return plan::activation_bytes(plan::draft_activation_terms(s, c.max_draft));
 }
 
 Result<std::unique_ptr<DraftModelRunner>> DraftModelRunner::create(
@@ -86,18 +97,29 @@ DraftModelRunner::DraftModelRunner(std::unique_ptr<Model> model, const DraftRunn
   logit_owner_.resize(rows);
   logits_.resize(rows * static_cast<size_t>(model_->config().n_vocab));
   q_.resize(logits_.size() * static_cast<size_t>(config.max_draft));
+  pass_times_.reserve(static_cast<size_t>(config.max_draft));
   bytes_.weights = model_->weights().mapped_bytes + model_->weights().owned_bytes;
   bytes_.kv = kv_.shape().bytes();
   bytes_.buffers = buffer_bytes_for(model_->config(), config);
+  const auto bytes = [](const auto& v) { return static_cast<int64_t>(v.capacity() * sizeof(v[0])); };
+  const int64_t allocated = scratch_.bytes() + bytes(tokens_) + bytes(positions_) +
+                            bytes(seq_index_) + bytes(rows_) + bytes(logit_rows_) +
+                            bytes(logit_owner_) + bytes(logits_) + bytes(q_);
+  TALLY_CHECK(allocated == bytes_.buffers, "draft model buffers: {} B allocated, the plan says {} B",
+              allocated, bytes_.buffers);
 }
 
 void DraftModelRunner::add_row(std::span<const int32_t> block_table, int32_t first,
-                               std::span<const int32_t> tokens, bool want_logits, size_t owner) {
+                               std::span<const int32_t> tokens, std::span<const int32_t> more,
+                               bool want_logits, size_t owner) {
   rows_[n_rows_].block_table = block_table;
-  for (size_t i = 0; i < tokens.size(); ++i, ++n_tokens_) {
-    tokens_[n_tokens_] = tokens[i];
-    positions_[n_tokens_] = first + static_cast<int32_t>(i);
-    seq_index_[n_tokens_] = static_cast<int32_t>(n_rows_);
+  int32_t pos = first;
+  for (const std::span<const int32_t> part : {tokens, more}) {
+    for (size_t i = 0; i < part.size(); ++i, ++n_tokens_) {
+      tokens_[n_tokens_] = part[i];
+      positions_[n_tokens_] = pos++;
+      seq_index_[n_tokens_] = static_cast<int32_t>(n_rows_);
+    }
   }
   if (want_logits) {
     logit_owner_[n_logits_] = owner;
@@ -136,6 +158,7 @@ Status DraftModelRunner::propose(SchedulerOutput& out, const BatchRunner& target
   for (const BlockCopy& c : out.block_copies) kv_.copy_block(c.src, c.dst);
   const auto n_vocab = static_cast<size_t>(model_->config().n_vocab);
   int32_t most_drafts = 0;
+  pass_times_.clear();
   for (int32_t pass = 0;; ++pass) {
     n_tokens_ = n_rows_ = n_logits_ = 0;
     for (size_t r = 0; r < out.scheduled.size(); ++r) {
@@ -148,19 +171,27 @@ Status DraftModelRunner::propose(SchedulerOutput& out, const BatchRunner& target
                             "draft model: row {} computes [{}, {}) of a sequence of {} tokens", r,
                             row.start, known_end, known.size());
         }
+        // An n-gram (or replayed) draft is known now: its positions are part of this pass,
+        // so the draft's KV holds whatever the target accepts.
         add_row(target.seq_block_table(row.seq_id), row.start,
                 known.subspan(static_cast<size_t>(row.start),
                               static_cast<size_t>(known_end - row.start)),
-                row.n_draft > 0, r);
-        most_drafts = std::max(most_drafts, row.n_draft);
-      } else if (row.n_draft >= pass) {
+                row.draft_by_model ? std::span<const int32_t>{} : out.draft(row),
+                row.draft_by_model, r);
+        if (row.draft_by_model) most_drafts = std::max(most_drafts, row.n_draft);
+      } else if (row.draft_by_model && row.n_draft >= pass) {
         const int32_t* token = &out.draft_tokens[static_cast<size_t>(row.draft_begin + pass - 1)];
         add_row(target.seq_block_table(row.seq_id), known_end + pass - 1,
-                std::span<const int32_t>(token, 1), pass < row.n_draft, r);
+                std::span<const int32_t>(token, 1), {}, pass < row.n_draft, r);
       }
     }
     if (n_tokens_ == 0) return Status::ok_status();
+    const auto pass_start = std::chrono::steady_clock::now();
     TALLY_RETURN_IF_ERROR(run_pass(pool));
+    if (pass > 0) {
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - pass_start;
+      pass_times_.push_back({static_cast<int32_t>(n_rows_), took.count()});
+    }
     for (size_t i = 0; i < n_logits_; ++i) {
       const ScheduledSeq& row = out.scheduled[logit_owner_[i]];
       const std::span<const float> logits(logits_.data() + i * n_vocab, n_vocab);

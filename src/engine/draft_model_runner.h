@@ -9,8 +9,9 @@
 // second allocator whose blocks could leak or drift. For that to hold the draft computes, every
 // step, exactly the positions the target computes:
 //   pass 0        every scheduled row's own tokens (prefill chunks, decode tokens, the last
-//                 known token of a speculating row): the draft's prefill happens with the
-//                 target's; logits only at a speculating row's last known token -> draft 0
+//                 known token of a speculating row, and an n-gram row's drafts): the draft's
+//                 prefill happens with the target's; logits only at the last known token of
+//                 a row the model drafts for -> draft 0
 //   pass j = 1..  speculating rows with at least j drafts: draft token j - 1 at its position;
 //                 logits while j < n_draft -> draft j (the pass j = n_draft only writes KV,
 //                 so that an all-accepted draft leaves no hole in the draft's cache)
@@ -56,6 +57,12 @@ struct DraftRunnerBytes {
   int64_t total() const { return weights + kv + buffers; }
 };
 
+// One draft pass after the step's first (draft tokens only): its rows and wall time.
+struct DraftPassTime {
+  int32_t rows = 0;
+  double seconds = 0.0;
+};
+
 // Picks draft token i of scheduled row `row` from the draft's logits at that position; a
 // sampled proposal also writes the distribution q it was drawn from into `q` ([n_vocab]), for
 // the target's rejection sampling (draft_q()).
@@ -81,8 +88,9 @@ class DraftModelRunner {
   DraftModelRunner& operator=(const DraftModelRunner&) = delete;
 
   // After target.apply(out) (tables and copies), before target.fill(out): applies out's
-  // block copies to the draft's KV, runs the passes above and writes every speculating row's
-  // draft tokens into out.draft_tokens.
+  // block copies to the draft's KV, runs the passes above and writes the draft tokens of
+  // every row whose drafts are the model's (ScheduledSeq::draft_by_model) into
+  // out.draft_tokens. A row with n-gram drafts computes them as known tokens in pass 0.
   Status propose(SchedulerOutput& out, const BatchRunner& target, ThreadPool& pool,
                  DraftTokenPicker pick);
 
@@ -93,13 +101,16 @@ class DraftModelRunner {
   DraftRunnerBytes bytes() const { return bytes_; }
   // Passes run so far (forward calls), for the tests and the benchmarks.
   int64_t passes() const { return passes_; }
+  // The last propose()'s passes after the first: what the model's drafts cost.
+  std::span<const DraftPassTime> last_pass_times() const { return pass_times_; }
 
  private:
   DraftModelRunner(std::unique_ptr<Model> model, const DraftRunnerConfig& config, KvStorage kv);
   // Appends one batch row: positions [first, first + n) with `tokens`; logits at its last
   // position for scheduled row `owner` when `want_logits`.
   void add_row(std::span<const int32_t> block_table, int32_t first,
-               std::span<const int32_t> tokens, bool want_logits, size_t owner);
+               std::span<const int32_t> tokens, std::span<const int32_t> more, bool want_logits,
+               size_t owner);
   Status run_pass(ThreadPool& pool);
 
   std::unique_ptr<Model> model_;
@@ -117,6 +128,7 @@ class DraftModelRunner {
   std::vector<size_t> logit_owner_;  // scheduled row of each logits row
   std::vector<float> logits_;        // [max_rows][n_vocab]
   std::vector<float> q_;             // [max_rows][max_draft][n_vocab]
+  std::vector<DraftPassTime> pass_times_;  // [passes after the first] of the last propose()
   size_t n_tokens_ = 0;
   size_t n_rows_ = 0;
   size_t n_logits_ = 0;

@@ -2,6 +2,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -78,12 +79,21 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& confi
                       model->config().n_vocab);
   }
   TALLY_ASSIGN_OR_RETURN(plan::PlanModel plan_model, plan::plan_model_from_gguf(model->gguf()));
-  TALLY_ASSIGN_OR_RETURN(EngineSizing sizing, engine_sizing(config, model->config(), plan_model));
+  const bool with_draft = config.spec.has_draft_model() && !config.static_batching;
+  std::optional<plan::PlanModel> draft_plan_model;
+  if (with_draft) {
+    auto d = plan::plan_model_from_gguf_path(config.spec.draft_model_path);
+    if (!d.ok()) return d.status().with_context("--draft-model");
+    draft_plan_model = std::move(*d);
+  }
+  TALLY_ASSIGN_OR_RETURN(EngineSizing sizing,
+                         engine_sizing(config, model->config(), plan_model,
+                                       draft_plan_model ? &*draft_plan_model : nullptr));
   TALLY_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(scheduler_config(config, sizing)));
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BatchRunner> runner,
                          BatchRunner::create(*model, runner_config(config, sizing)));
   std::unique_ptr<DraftModelRunner> drafter;
-  if (config.spec.mode == SpecMode::kDraft && !config.static_batching) {
+  if (with_draft) {
     TALLY_ASSIGN_OR_RETURN(drafter, DraftModelRunner::create(config.spec.draft_model_path,
                                                              *tokenizer, model->config(),
                                                              draft_config(config, sizing)));
@@ -147,6 +157,11 @@ void EngineCore::build_ledger(const EngineSizing& sizing) {
     ledger_.draft_weight_bytes = d.weights;
     ledger_.draft_kv_bytes = d.kv;
     ledger_.draft_buffer_bytes = d.buffers;
+    // `tally plan --draft-model` prints the same: the budget paid for them.
+    TALLY_CHECK(sizing.plan.draft && d.buffers == sizing.plan.draft->activation_bytes &&
+                    d.kv == sizing.n_blocks * config_.block_size * sizing.plan.draft->kv_bytes_per_token,
+                "engine: the draft model's buffers ({} B) and KV ({} B) are not the plan's",
+                d.buffers, d.kv);
   }
   const int64_t block_bytes = runner_->kv().shape().bytes_per_block();
   ledger_.kv_offload_bytes =

@@ -139,13 +139,14 @@ class EngineCore {
   // The stepping thread only.
   Scheduler sched_;
   std::unique_ptr<BatchRunner> runner_;
-  std::unique_ptr<DraftModelRunner> drafter_;  // --speculative draft
+  std::unique_ptr<DraftModelRunner> drafter_;  // --draft-model (--speculative draft or auto)
   ThreadPool pool_;
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   SchedulerOutput out_;
   std::vector<int32_t> emitted_;    // this step's tokens, slot by slot (flat)
   std::vector<int32_t> n_emitted_;  // [samples] tokens of each slot in emitted_
   std::vector<int32_t> row_slot_;   // [rows] the sample slot of each row (-1: none), drafting
+  double draft_pass_seconds_ = 0.0;  // this step's draft-model passes after the first
   std::vector<FinishReason> finishes_;
   std::vector<SchedulerEvent> sched_events_;
   std::vector<Outgoing> outbox_;

@@ -53,6 +53,12 @@ Status EngineCore::prepare_batch() {
     return pick_draft_token(row, i, logits, q);
   };
   TALLY_RETURN_IF_ERROR(drafter_->propose(out_, *runner_, pool_, pick));
+  // What the model's drafts cost, for the adaptive rule (draft_length.h); the step's T(n)
+  // leaves it out.
+  for (const DraftPassTime& p : drafter_->last_pass_times()) {
+    sched_.record_draft_pass_time(p.rows, p.seconds);
+    draft_pass_seconds_ += p.seconds;
+  }
   return runner_->fill(out_);
 }
 
@@ -79,7 +85,7 @@ int32_t EngineCore::pick_draft_token(size_t row, int32_t /*i*/, std::span<const 
 std::span<const float> EngineCore::draft_q(size_t k, int32_t i) const {
   const SampleSlot& slot = out_.samples[k];
   const ScheduledSeq& row = out_.scheduled[static_cast<size_t>(slot.row)];
-  if (!drafter_ || i >= row.n_draft) return {};
+  if (!drafter_ || !row.draft_by_model || i >= row.n_draft) return {};
   auto it = requests_.find(slot.request_id);
   if (it == requests_.end()) return {};
   const SampleState& s = it->second->samples[static_cast<size_t>(slot.seq_index)];

@@ -58,15 +58,17 @@ void spec_flags_add(CLI::App& app, SpecFlags& flags) {
   SpecConfig& c = flags.config;
   app.add_option("--speculative", flags.mode,
                  "Speculative decoding: off, ngram (prompt lookup), draft (a small model, "
-                 "--draft-model) or auto (the draft model when given, else ngram where it "
-                 "finds a match); output is unchanged (docs/speculative.md)")
+                 "--draft-model) or auto (per sequence: ngram where it finds a match, else the "
+                 "draft model when given); output is unchanged (docs/speculative.md)")
       ->capture_default_str();
   app.add_option("--draft-length", flags.draft_length,
-                 "Draft tokens per sequence and step: adaptive (where the measured step cost "
-                 "and the sequence's acceptance say they pay) or fixed (always the most)")
+                 "Draft tokens per sequence and step: adaptive (where the measured step cost, "
+                 "the draft model's pass cost and the sequence's acceptance say they pay) or "
+                 "fixed (always the most)")
       ->capture_default_str();
   app.add_option("--draft-model", c.draft_model_path,
-                 "GGUF of a small draft model with the target's vocabulary (--speculative draft)");
+                 "GGUF of a small draft model with the target's vocabulary (--speculative draft "
+                 "or auto); its weights and KV come out of --memory-budget");
   app.add_option("--spec-sampled-verify", flags.sampled_verify,
                  "How sampled requests verify a draft model's tokens: token (the draft's "
                  "argmax, matched against the token drawn as without speculation: a seeded "
@@ -91,7 +93,6 @@ Result<SpecConfig> spec_flags_to_config(const SpecFlags& flags) {
   TALLY_ASSIGN_OR_RETURN(c.mode, spec_mode_from_name(flags.mode));
   TALLY_ASSIGN_OR_RETURN(c.draft_length, draft_length_rule_from_name(flags.draft_length));
   TALLY_ASSIGN_OR_RETURN(c.sampled_verify, spec_sampled_verify_from_name(flags.sampled_verify));
-  if (c.mode == SpecMode::kAuto && !c.draft_model_path.empty()) c.mode = SpecMode::kDraft;
   TALLY_RETURN_IF_ERROR(c.validate());
   return c;
 }

@@ -65,7 +65,8 @@ plan::PlanOptions engine_plan_options(const EngineConfig& config, int32_t max_mo
 }
 
 Result<EngineSizing> engine_sizing(const EngineConfig& config, const ModelConfig& model,
-                                   const plan::PlanModel& plan_model) {
+                                   const plan::PlanModel& plan_model,
+                                   const plan::PlanModel* draft_plan_model) {
   TALLY_RETURN_IF_ERROR(check_config(config));
   EngineSizing s;
   const int64_t len = config.max_model_len > 0 ? config.max_model_len : model.context_length;
@@ -76,11 +77,12 @@ Result<EngineSizing> engine_sizing(const EngineConfig& config, const ModelConfig
   }
   s.max_model_len = static_cast<int32_t>(len);
   TALLY_ASSIGN_OR_RETURN(
-      s.plan, plan::compute_plan(plan_model, engine_plan_options(config, s.max_model_len)));
+      s.plan, plan::compute_plan(plan_model, engine_plan_options(config, s.max_model_len),
+                                 draft_plan_model));
   const plan::Plan& p = s.plan;
   int64_t n_blocks = 0;
   if (config.kv_cache_memory > 0) {
-    n_blocks = config.kv_cache_memory / p.kv_block_bytes;
+    n_blocks = config.kv_cache_memory / p.kv_block_bytes;  // the target's KV; a draft's on top
   } else if (config.memory_budget > 0) {
     if (!p.model_fits) {
       return make_error(ErrorCode::kOutOfMemory,
@@ -90,12 +92,13 @@ Result<EngineSizing> engine_sizing(const EngineConfig& config, const ModelConfig
     }
     n_blocks = p.n_blocks;  // what `tally plan --memory` prints as its block count
   } else {
-    n_blocks = std::min(p.kv_bytes_requested, kDefaultKvCacheBytes) / p.kv_block_bytes;
+    n_blocks = std::min(p.kv_bytes_requested, kDefaultKvCacheBytes) / p.pool_block_bytes;
   }
   if (n_blocks < 1) {
     return make_error(
         ErrorCode::kOutOfMemory, "engine: no room for one KV block of {} ({} tokens of {} bytes)",
-        plan::format_bytes(p.kv_block_bytes), config.block_size, p.kv_bytes_per_token);
+        plan::format_bytes(p.pool_block_bytes), config.block_size,
+        p.pool_block_bytes / config.block_size);
   }
   s.n_blocks =
       static_cast<int32_t>(std::min<int64_t>(n_blocks, std::numeric_limits<int32_t>::max()));

@@ -30,8 +30,12 @@ struct EngineSizing {
 plan::PlanOptions engine_plan_options(const EngineConfig& config, int32_t max_model_len);
 
 // InvalidArgument for settings out of range (naming the field), OutOfMemory when the budget
-// leaves no room for one KV block.
+// leaves no room for one KV block. With a draft model (draft_plan_model, from its GGUF) the
+// budget pays for its weights and buffers first, and each block for its KV too (the budget's
+// rest and the default pool are counted in target + draft bytes per block);
+// --kv-cache-memory is the target's KV alone, the draft's coming on top (its ledger line).
 Result<EngineSizing> engine_sizing(const EngineConfig& config, const ModelConfig& model,
-                                   const plan::PlanModel& plan_model);
+                                   const plan::PlanModel& plan_model,
+                                   const plan::PlanModel* draft_plan_model = nullptr);
 
 }  // namespace tally

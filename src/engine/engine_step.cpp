@@ -13,6 +13,7 @@ namespace tally {
 
 void EngineCore::step() {
   const auto started = std::chrono::steady_clock::now();
+  draft_pass_seconds_ = 0.0;
   sched_.schedule(out_);
   note_scheduled(EngineClock::now());
   Status st = prepare_batch();
@@ -34,13 +35,14 @@ void EngineCore::step() {
   update();
   // Speculation's step-cost curve T(n): the whole step, callbacks excluded, of steps whose
   // every position is a decode or a draft (one logits row and one sampling each). A prefill
-  // position costs less (no logits row): its steps would make drafts look cheap.
+  // position costs less (no logits row): its steps would make drafts look cheap. The draft
+  // model's passes after its first are priced on their own (record_draft_pass_time).
   const bool decode_only =
       std::all_of(out_.scheduled.begin(), out_.scheduled.end(),
                   [](const ScheduledSeq& row) { return row.n_tokens == row.n_draft + 1; });
   if (st.ok() && decode_only) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-    sched_.record_step_time(out_.n_tokens, took.count());
+    sched_.record_step_time(out_.n_tokens, took.count() - draft_pass_seconds_);
   }
   publish_metrics();  // before the callbacks: a caller that sees its end sees its blocks freed
   deliver();

@@ -1,5 +1,7 @@
 #include "plan/activations.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace tally::plan {
@@ -20,25 +22,11 @@ void add_mat(std::vector<ActivationTerm>& out, const char* name, int64_t rows, i
   out.push_back({name, fmt::format("[{}][{}] {}", rows, cols, type), rows * cols * elem_bytes});
 }
 
-}  // namespace
-
-std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
+// The model's scratch (model/forward_scratch.h), f32 per token.
+void add_scratch(std::vector<ActivationTerm>& t, const ActivationShape& s) {
   const int64_t n = s.n_tokens;
-  const int64_t r = s.n_rows;
-  const int64_t lr = s.n_logit_rows > 0 ? s.n_logit_rows : r;
   const int64_t q_dim = s.n_heads * s.head_dim;
   const int64_t kv_dim = s.n_kv_heads * s.head_dim;
-  std::vector<ActivationTerm> t;
-  // The batch the runner fills each step (model/batch.h).
-  add_vec(t, "token ids", n, kI32, "i32");
-  add_vec(t, "positions", n, kI32, "i32");
-  add_vec(t, "sequence index", n, kI32, "i32");
-  add_vec(t, "batch rows", r, kSpanBytes, "span");  // each row's block table
-  add_vec(t, "logit rows", lr, kI32, "i32");         // token index of each logits row
-  add_vec(t, "row logits", r, kI32, "i32");         // logits row of each batch row
-  add_vec(t, "row last token", r, kI32, "i32");
-  add_vec(t, "sample slots", r, kI32, "i32");       // logits row of each sample slot
-  // The model's scratch (model/forward_scratch.h), f32 per token.
   add_mat(t, "hidden", n, s.n_embd, kF32, "f32");
   add_mat(t, "normed", n, s.n_embd, kF32, "f32");
   add_mat(t, "q", n, q_dim, kF32, "f32");
@@ -64,12 +52,47 @@ std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
   }
   add_vec(t, "kv slots", n, kI64, "i64");
   add_vec(t, "block table views", n, kSpanBytes, "span");
+}
+
+}  // namespace
+
+std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
+  const int64_t n = s.n_tokens;
+  const int64_t r = s.n_rows;
+  const int64_t lr = s.n_logit_rows > 0 ? s.n_logit_rows : r;
+  std::vector<ActivationTerm> t;
+  // The batch the runner fills each step (model/batch.h).
+  add_vec(t, "token ids", n, kI32, "i32");
+  add_vec(t, "positions", n, kI32, "i32");
+  add_vec(t, "sequence index", n, kI32, "i32");
+  add_vec(t, "batch rows", r, kSpanBytes, "span");  // each row's block table
+  add_vec(t, "logit rows", lr, kI32, "i32");         // token index of each logits row
+  add_vec(t, "row logits", r, kI32, "i32");         // logits row of each batch row
+  add_vec(t, "row last token", r, kI32, "i32");
+  add_vec(t, "sample slots", r, kI32, "i32");       // logits row of each sample slot
+  add_scratch(t, s);
   add_mat(t, "logits", lr, s.n_vocab, kF32, "f32");
   // The runner's copy of each resident sequence: its tokens and its block table.
   add_mat(t, "sequence tokens", s.n_seqs, s.context, kI32, "i32");
   t.back().at_start = false;
   add_mat(t, "sequence block tables", s.n_seqs, s.blocks_per_seq, kI32, "i32");
   t.back().at_start = false;
+  return t;
+}
+
+std::vector<ActivationTerm> draft_activation_terms(const ActivationShape& s, int64_t max_draft) {
+  const int64_t n = s.n_tokens;
+  const int64_t r = std::min(s.n_rows, s.n_tokens);  // one batch row per scheduled row
+  std::vector<ActivationTerm> t;
+  add_vec(t, "draft token ids", n, kI32, "i32");
+  add_vec(t, "draft positions", n, kI32, "i32");
+  add_vec(t, "draft sequence index", n, kI32, "i32");
+  add_vec(t, "draft batch rows", r, kSpanBytes, "span");
+  add_vec(t, "draft logit rows", r, kI32, "i32");
+  add_vec(t, "draft logit owners", r, kI64, "u64");
+  add_scratch(t, s);
+  add_mat(t, "draft logits", r, s.n_vocab, kF32, "f32");
+  add_mat(t, "draft q", r * max_draft, s.n_vocab, kF32, "f32");
   return t;
 }
 

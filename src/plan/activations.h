@@ -44,6 +44,11 @@ inline constexpr int64_t kSpanBytes = 16;
 // Every buffer: the batch arrays, the forward scratch in forward order, the logits, then the
 // per-sequence state.
 std::vector<ActivationTerm> activation_terms(const ActivationShape& shape);
+// The draft model's buffers (engine/draft_model_runner.h), for a draft model of this shape
+// (tp 1), steps of n_tokens tokens and n_rows rows, up to max_draft drafts per row: its forward
+// scratch, one pass's batch arrays, and its logits and q rows.
+std::vector<ActivationTerm> draft_activation_terms(const ActivationShape& shape,
+                                                   int64_t max_draft);
 int64_t activation_bytes(const std::vector<ActivationTerm>& terms);
 // The terms allocated at creation only.
 int64_t activation_bytes_at_start(const std::vector<ActivationTerm>& terms);

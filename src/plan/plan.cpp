@@ -172,9 +172,10 @@ Status add_kv(const PlanModel& m, Plan& p) {
   p.kv_bytes_per_token = m.n_layers * kv_types_row_bytes(o.kv_type, p.kv_heads_per_rank * m.head_dim);
   p.kv_bytes_per_token_all_ranks = p.kv_bytes_per_token * o.tp;
   p.kv_block_bytes = o.block_size * p.kv_bytes_per_token;
+  p.pool_block_bytes = o.block_size * (p.kv_bytes_per_token + (p.draft ? p.draft->kv_bytes_per_token : 0));
   p.blocks_per_sequence = ceil_div(o.context, o.block_size);
   const __int128 requested =
-      static_cast<__int128>(o.concurrency) * p.blocks_per_sequence * p.kv_block_bytes;
+      static_cast<__int128>(o.concurrency) * p.blocks_per_sequence * p.pool_block_bytes;
   if (requested > INT64_MAX / 4)
     return make_error(ErrorCode::kInvalidArgument,
                       "KV cache for {} sequences of {} tokens is beyond any memory", o.concurrency,
@@ -187,8 +188,8 @@ void add_capacity(const PlanModel& m, Plan& p) {
   const PlanOptions& o = p.options;
   const int64_t offload_entry = p.kv_block_bytes + o.block_size * int64_t{sizeof(int32_t)};
   p.kv_offload_bytes = o.kv_offload_host_bytes / offload_entry * offload_entry;
-  const int64_t fixed =
-      p.weight_bytes + p.activation_bytes + p.overhead_bytes + p.kv_offload_bytes;
+  int64_t fixed = p.weight_bytes + p.activation_bytes + p.overhead_bytes + p.kv_offload_bytes;
+  if (p.draft) fixed += p.draft->weight_bytes + p.draft->activation_bytes;
   p.required_bytes = fixed + p.kv_bytes_requested;
   if (!o.budget) return;
   p.has_budget = true;
@@ -199,7 +200,7 @@ void add_capacity(const PlanModel& m, Plan& p) {
     return;  // no KV at all: every capacity stays 0
   }
   p.kv_budget_bytes = p.budget_bytes - fixed;
-  p.n_blocks = p.kv_budget_bytes / p.kv_block_bytes;
+  p.n_blocks = p.kv_budget_bytes / p.pool_block_bytes;
   p.token_capacity = p.n_blocks * o.block_size;
   p.max_concurrency = p.n_blocks / p.blocks_per_sequence;
   p.max_context = std::min(p.n_blocks / o.concurrency * o.block_size, m.context_length);
@@ -207,9 +208,55 @@ void add_capacity(const PlanModel& m, Plan& p) {
   if (!p.fits) p.shortfall_bytes = p.kv_bytes_requested - p.kv_budget_bytes;
 }
 
+// The draft model (DraftPlan): whole on the one rank, sized for the target's step and pool.
+Status add_draft(const PlanModel& d, Plan& p) {
+  TALLY_RETURN_IF_ERROR(plan_model_validate(d));
+  const PlanOptions& o = p.options;
+  if (o.tp != 1)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a draft model is planned on one rank (tensor-parallel degree {})", o.tp);
+  TALLY_RETURN_IF_ERROR(kv_types_check_shape(o.kv_type, d.n_kv_heads, d.head_dim));
+  DraftPlan dp;
+  dp.name = d.name;
+  dp.n_params = d.n_params();
+  const WeightFormat format = weight_format_native(d);
+  for (const auto& t : d.tensors) dp.weight_bytes += weight_format_tensor_bytes(format, t, d);
+  dp.kv_bytes_per_token = d.n_layers * kv_types_row_bytes(o.kv_type, d.n_kv_heads * d.head_dim);
+  ActivationShape s;
+  s.n_tokens = p.step_tokens;
+  s.n_rows = std::min(p.step_tokens, o.concurrency);
+  s.n_embd = d.n_embd;
+  s.n_heads = d.n_heads;
+  s.n_kv_heads = d.n_kv_heads;
+  s.head_dim = d.head_dim;
+  s.rope_dim = d.rope_dim > 0 ? d.rope_dim : d.head_dim;
+  s.n_ff = d.n_expert > 0 ? d.ffn_hidden_width() : d.n_ff;
+  s.n_vocab = d.n_vocab;
+  s.n_expert = d.n_expert;
+  s.n_expert_used = d.n_expert_used;
+  dp.activation_terms = draft_activation_terms(s, o.draft_tokens);
+  dp.activation_bytes = activation_bytes(dp.activation_terms);
+  p.draft = std::move(dp);
+  return Status::ok_status();
+}
+
 }  // namespace
 
-Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options) {
+Status check_draft_model(const PlanModel& target, const PlanModel& draft, int64_t context) {
+  if (draft.n_vocab != target.n_vocab)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "draft model {}: its vocabulary of {} tokens is not the target's {}",
+                      draft.name, draft.n_vocab, target.n_vocab);
+  const int64_t ctx = context > 0 ? context : target.context_length;
+  if (draft.context_length < ctx)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "draft model {}: it was trained for {} positions, the plan runs {}",
+                      draft.name, draft.context_length, ctx);
+  return Status::ok_status();
+}
+
+Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options,
+                          const PlanModel* draft) {
   TALLY_RETURN_IF_ERROR(plan_model_validate(model));
   TALLY_RETURN_IF_ERROR(validate_options(model, options));
   Plan p;
@@ -226,6 +273,8 @@ Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options) {
 
   add_parallel_split(model, p);
   add_weights(model, *p.options.weights, p);
+  p.step_tokens = std::min(p.options.batch_tokens, p.options.concurrency * p.options.context);
+  if (draft) TALLY_RETURN_IF_ERROR(add_draft(*draft, p));
   TALLY_RETURN_IF_ERROR(add_kv(model, p));
   add_activations(model, p);
   add_capacity(model, p);

@@ -47,6 +47,19 @@ struct WeightTypeBytes {
   int64_t bytes = 0;
 };
 
+// The draft model of speculative decoding (--draft-model), run on every rank whole: its
+// weights, the buffers of its passes (draft_activation_terms) and its KV, which lives in the
+// target's block ids (engine/draft_model_runner.h): every KV block holds the target's bytes
+// and the draft's, so the draft's KV per token adds to the pool's block size.
+struct DraftPlan {
+  std::string name;
+  int64_t n_params = 0;
+  int64_t weight_bytes = 0;
+  std::vector<ActivationTerm> activation_terms;
+  int64_t activation_bytes = 0;
+  int64_t kv_bytes_per_token = 0;
+};
+
 struct Plan {
   PlanModel model;      // without its tensor list
   PlanOptions options;  // resolved: weights and context filled in
@@ -73,9 +86,12 @@ struct Plan {
   // KV cache (per rank unless said otherwise).
   int64_t kv_bytes_per_token = 0;
   int64_t kv_bytes_per_token_all_ranks = 0;
-  int64_t kv_block_bytes = 0;        // block_size tokens
+  int64_t kv_block_bytes = 0;        // block_size tokens of the target's KV
+  // What one pool block costs: kv_block_bytes plus the draft model's KV for the same
+  // tokens (= kv_block_bytes without a draft model). Blocks are counted in these.
+  int64_t pool_block_bytes = 0;
   int64_t blocks_per_sequence = 0;   // ceil(context / block_size)
-  int64_t kv_bytes_requested = 0;    // concurrency whole sequences of `context` tokens
+  int64_t kv_bytes_requested = 0;    // concurrency whole sequences of `context` tokens (pool blocks)
   // The host offload tier: floor(kv_offload_host_bytes / (block bytes + block_size token
   // ids)) blocks of that size (the engine's KvOffload::host_blocks_for, checked equal).
   int64_t kv_offload_bytes = 0;
@@ -93,12 +109,22 @@ struct Plan {
   int64_t max_context = 0;          // tokens per sequence at `concurrency` (<= model context)
   bool fits = false;                // model fits and the requested KV fits
 
+  std::optional<DraftPlan> draft;   // with a draft model
+
   std::vector<std::string> notes;   // approximations and replications worth knowing
 };
 
 // InvalidArgument for options that cannot be planned (tp not dividing the heads, a zero
 // block size, weights "file" for a model without a file, ...). A budget too small is not an
-// error: it is a Plan with model_fits == false.
-Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options);
+// error: it is a Plan with model_fits == false. With `draft` (a draft model for speculative
+// decoding, tp 1; check_draft_model says whether it can draft for `model`) its weights,
+// buffers and KV are counted too.
+Result<Plan> compute_plan(const PlanModel& model, const PlanOptions& options,
+                          const PlanModel* draft = nullptr);
+
+// What `tally plan` can tell of a draft model before the engine loads it (which checks every
+// token's text): InvalidArgument for another vocabulary size, or a trained context shorter
+// than `context` (0 = the target's).
+Status check_draft_model(const PlanModel& target, const PlanModel& draft, int64_t context);
 
 }  // namespace tally::plan

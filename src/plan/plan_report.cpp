@@ -71,8 +71,14 @@ void memory_section(std::string& out, const Plan& p) {
   row(out, weights_label(p), format_bytes(p.weight_bytes));
   row(out, fmt::format("activations ({} tokens)", p.step_tokens), format_bytes(p.activation_bytes));
   row(out, "overhead", format_bytes(p.overhead_bytes));
+  if (p.draft) {
+    row(out, "draft model weights", format_bytes(p.draft->weight_bytes),
+        fmt::format("{}, {}", p.draft->name, billions(p.draft->n_params)));
+    row(out, "draft model buffers", format_bytes(p.draft->activation_bytes),
+        fmt::format("logits and q of {} drafts per row", o.draft_tokens));
+  }
   row(out, fmt::format("KV cache ({} x {} tokens)", o.concurrency, o.context),
-      format_bytes(p.kv_bytes_requested));
+      format_bytes(p.kv_bytes_requested), p.draft ? "target + draft model" : "");
   if (p.kv_offload_bytes > 0) {
     row(out, fmt::format("KV offload, host ({} blocks)",
                          p.kv_offload_bytes / (p.kv_block_bytes + o.block_size * 4)),
@@ -106,7 +112,15 @@ void kv_section(std::string& out, const Plan& p) {
   out += "KV cache\n";
   row(out, "per token", format_bytes(p.kv_bytes_per_token),
       kv_per_token_formula(p));
-  row(out, "per block", format_bytes(p.kv_block_bytes), fmt::format("{} tokens", o.block_size));
+  if (p.draft) {
+    row(out, "draft model per token", format_bytes(p.draft->kv_bytes_per_token),
+        "in the target's blocks");
+    row(out, "per block", format_bytes(p.pool_block_bytes),
+        fmt::format("{} tokens, target {} + draft {}", o.block_size, format_bytes(p.kv_block_bytes),
+                    format_bytes(p.pool_block_bytes - p.kv_block_bytes)));
+  } else {
+    row(out, "per block", format_bytes(p.kv_block_bytes), fmt::format("{} tokens", o.block_size));
+  }
   row(out, "blocks per sequence", grouped(p.blocks_per_sequence),
       fmt::format("{} tokens", o.context));
   if (p.has_budget && p.model_fits) {
@@ -165,7 +179,7 @@ nlohmann::json plan_json(const Plan& p) {
                   {"kv_type_k", dtype_name(o.kv_type.k)}, {"kv_type_v", dtype_name(o.kv_type.v)},
                   {"context", o.context},         {"concurrency", o.concurrency},
                   {"tp", o.tp},                   {"block_size", o.block_size},
-                  {"batch_tokens", o.batch_tokens},
+                  {"batch_tokens", o.batch_tokens}, {"draft_tokens", o.draft_tokens},
                   {"overhead_bytes", o.overhead_bytes},
                   {"kv_offload_host_bytes", o.kv_offload_host_bytes}};
   j["options"]["budget_bytes"] = o.budget ? json(*o.budget) : json(nullptr);
@@ -190,6 +204,19 @@ nlohmann::json plan_json(const Plan& p) {
              {"block_size", o.block_size}, {"block_bytes", p.kv_block_bytes},
              {"blocks_per_sequence", p.blocks_per_sequence},
              {"bytes_requested", p.kv_bytes_requested}};
+  j["kv"]["pool_block_bytes"] = p.pool_block_bytes;
+  j["draft"] = nullptr;
+  if (p.draft) {
+    json dterms = json::array();
+    for (const auto& t : p.draft->activation_terms)
+      dterms.push_back({{"name", t.name}, {"shape", t.shape}, {"bytes", t.bytes}});
+    j["draft"] = {{"name", p.draft->name},
+                  {"n_params", p.draft->n_params},
+                  {"weight_bytes", p.draft->weight_bytes},
+                  {"activation_bytes", p.draft->activation_bytes},
+                  {"activation_terms", dterms},
+                  {"kv_bytes_per_token", p.draft->kv_bytes_per_token}};
+  }
   j["kv_offload_bytes"] = p.kv_offload_bytes;
   j["required_bytes"] = p.required_bytes;
   j["budget"] = nullptr;

@@ -62,14 +62,54 @@ void StepCostTable::estimate(int32_t n0, std::span<double> out) const {
   }
 }
 
+namespace {
+
+// The best prefix of scratch.gains (in its order) by useful positions per second; returns
+// (rate, m). times[m] = T(n0 + m), pass[r] = D(r).
+std::pair<double, int32_t> best_prefix(std::span<const DraftCandidate> candidates, double base,
+                                       double min_rate, DraftChoiceScratch& scratch) {
+  const auto& gains = scratch.gains;
+  const auto& times = scratch.times;
+  const auto& pass = scratch.pass_times;
+  std::fill(scratch.rows_in_pass.begin(), scratch.rows_in_pass.end(), 0);
+  std::fill(scratch.taken.begin(), scratch.taken.end(), 0);
+  double best_rate = min_rate;
+  int32_t best_m = 0;
+  double useful = base;
+  double passes = 0.0;  // P(m)
+  for (size_t m = 1; m < times.size(); ++m) {
+    const auto c = static_cast<size_t>(gains[m - 1].second);
+    useful += gains[m - 1].first;
+    // A candidate's positions come in order (its gains fall in either ordering), so this is
+    // its draft token j = taken[c]: pass j gains one row.
+    const int32_t j = scratch.taken[c]++;
+    if (candidates[c].model) {
+      int32_t& rows = scratch.rows_in_pass[static_cast<size_t>(j)];
+      passes += pass[static_cast<size_t>(rows + 1)] - pass[static_cast<size_t>(rows)];
+      ++rows;
+    }
+    if (!(times[m] > 0.0)) break;
+    const double rate = useful / (times[m] + passes);
+    if (rate > best_rate) {
+      best_rate = rate;
+      best_m = static_cast<int32_t>(m);
+    }
+  }
+  return {best_rate, best_m};
+}
+
+}  // namespace
+
 int32_t choose_draft_lengths(const StepCostTable& cost, int32_t n0,
                              std::span<const DraftCandidate> candidates, std::span<int32_t> k,
-                             DraftChoiceScratch& scratch) {
+                             DraftChoiceScratch& scratch, const StepCostTable* draft_pass_cost) {
   TALLY_CHECK(k.size() == candidates.size(), "{} lengths for {} candidates", k.size(),
               candidates.size());
   std::fill(k.begin(), k.end(), 0);
   auto& gains = scratch.gains;
   gains.clear();
+  int32_t n_model = 0;
+  int32_t most_model_k = 0;
   for (size_t c = 0; c < candidates.size(); ++c) {
     const double a = std::clamp(static_cast<double>(candidates[c].alpha), 0.0, 1.0);
     double g = 1.0;
@@ -77,34 +117,49 @@ int32_t choose_draft_lengths(const StepCostTable& cost, int32_t n0,
       g *= a;
       gains.emplace_back(g, static_cast<int32_t>(c));
     }
+    if (candidates[c].model && candidates[c].max_k > 0) {
+      ++n_model;
+      most_model_k = std::max(most_model_k, candidates[c].max_k);
+    }
   }
   if (gains.empty()) return 0;
-  // Best gains first; ties by candidate, so the choice is a function of its inputs.
-  std::sort(gains.begin(), gains.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first > y.first : x.second < y.second;
-  });
   auto& times = scratch.times;
   times.assign(gains.size() + 1, 0.0);
   cost.estimate(std::max(n0, 1), times);
   if (!(times[0] > 0.0)) return 0;
+  // D(r) for r = 1..n_model: a pass not measured yet is free (the first step that drafts
+  // with the model measures it), as a step size past the largest measured one is.
+  auto& pass = scratch.pass_times;
+  pass.assign(static_cast<size_t>(n_model) + 1, 0.0);
+  if (n_model > 0 && draft_pass_cost != nullptr) {
+    draft_pass_cost->estimate(1, std::span<double>(pass).subspan(1));
+  }
+  scratch.rows_in_pass.assign(static_cast<size_t>(most_model_k), 0);
+  scratch.taken.assign(candidates.size(), 0);
   const double base = static_cast<double>(std::max(n0, 1));
-  const double base_rate = base / times[0];
-  double best_rate = base_rate * (1.0 + kDraftMinGain);
-  int32_t best_m = 0;
-  double useful = base;
-  for (size_t m = 1; m < times.size(); ++m) {
-    useful += gains[m - 1].first;
-    if (!(times[m] > 0.0)) break;
-    const double rate = useful / times[m];
-    if (rate > best_rate) {
-      best_rate = rate;
-      best_m = static_cast<int32_t>(m);
-    }
-  }
-  for (int32_t m = 0; m < best_m; ++m) {
-    ++k[static_cast<size_t>(gains[static_cast<size_t>(m)].second)];
-  }
-  return best_m;
+  const double min_rate = base / times[0] * (1.0 + kDraftMinGain);
+  // Best gains first; ties by candidate, so the choice is a function of its inputs.
+  const auto by_gain = [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  };
+  const auto take = [&](int32_t m) {
+    std::fill(k.begin(), k.end(), 0);
+    for (int32_t i = 0; i < m; ++i) ++k[static_cast<size_t>(gains[static_cast<size_t>(i)].second)];
+    return m;
+  };
+  std::sort(gains.begin(), gains.end(), by_gain);
+  const auto [rate, m] = best_prefix(candidates, base, min_rate, scratch);
+  take(m);
+  if (n_model == 0 || n_model == static_cast<int32_t>(candidates.size())) return m;
+  // Model positions cost passes on top of the step: also try every n-gram position first
+  // (each in gain order), and keep the better of the two orders.
+  std::sort(gains.begin(), gains.end(), [&](const auto& x, const auto& y) {
+    const bool mx = candidates[static_cast<size_t>(x.second)].model;
+    const bool my = candidates[static_cast<size_t>(y.second)].model;
+    return mx != my ? my : by_gain(x, y);
+  });
+  const auto [rate2, m2] = best_prefix(candidates, base, min_rate, scratch);
+  return rate2 > rate ? take(m2) : m;
 }
 
 }  // namespace tally

@@ -54,10 +54,12 @@ class StepCostTable {
 };
 
 // One sequence that could draft: its acceptance estimate and the most tokens it may draft
-// (the guess it has, bounded by max_tokens, the context and num_speculative_tokens).
+// (the guess it has, bounded by max_tokens, the context and num_speculative_tokens), and
+// whether the draft model proposes them (each of its drafts then costs a draft-model pass).
 struct DraftCandidate {
   float alpha = 0.0f;
   int32_t max_k = 0;
+  bool model = false;
 };
 
 // A drafted step must beat the undrafted one by this fraction of its rate: a margin against
@@ -66,15 +68,26 @@ inline constexpr double kDraftMinGain = 0.1;
 
 // The adaptive rule. Draft token j (1-based) of a sequence with acceptance a is used with
 // probability a^j (its predecessors were accepted); taking the best m of all candidates'
-// positions by that gain, the rule picks the m maximising (n0 + gain sum) / T(n0 + m), where
-// n0 is the step's positions without drafts, and gives each candidate its share of those m.
-// k[i] = 0 for every candidate while the table has no measurement. Returns the m chosen.
+// positions by that gain, the rule picks the m maximising (n0 + gain sum) / (T(n0 + m) +
+// P(m)), where n0 is the step's positions without drafts and P(m) the draft model's passes
+// those m positions need (draft_pass_cost; 0 without model candidates), and gives each
+// candidate its share of those m. k[i] = 0 for every candidate while the table has no
+// measurement. Returns the m chosen.
+//
+// The draft model proposes a sequence's k tokens in k passes after the step's first (which
+// every step runs: the draft's KV of the step's own tokens); pass j is one ragged forward over
+// the model candidates with k >= j, so the m positions cost sum over j of D(rows in pass j),
+// D = the measured cost of a draft pass by its rows (a StepCostTable of its own).
 struct DraftChoiceScratch {
   std::vector<std::pair<double, int32_t>> gains;  // (a^j, candidate)
   std::vector<double> times;                       // T(n0 + m), m = 0..gains
+  std::vector<double> pass_times;                  // D(r), r = 1..model candidates
+  std::vector<int32_t> rows_in_pass;               // [j]: model candidates drafting >= j + 1
+  std::vector<int32_t> taken;                      // [candidate]: positions taken so far
 };
 int32_t choose_draft_lengths(const StepCostTable& cost, int32_t n0,
                              std::span<const DraftCandidate> candidates, std::span<int32_t> k,
-                             DraftChoiceScratch& scratch);
+                             DraftChoiceScratch& scratch,
+                             const StepCostTable* draft_pass_cost = nullptr);
 
 }  // namespace tally

@@ -56,7 +56,7 @@ Status SpecConfig::validate() const {
     return make_error(ErrorCode::kInvalidArgument,
                       "speculative: --speculative draft needs --draft-model SMALL.gguf");
   }
-  if (mode != SpecMode::kDraft && !draft_model_path.empty()) {
+  if (mode != SpecMode::kDraft && mode != SpecMode::kAuto && !draft_model_path.empty()) {
     return make_error(ErrorCode::kInvalidArgument,
                       "speculative: --draft-model needs --speculative draft (or auto)");
   }

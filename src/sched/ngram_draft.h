@@ -17,11 +17,12 @@
 
 namespace tally {
 
-// Which draft source a sequence uses. kAuto: n-gram when it has a match, else none; the draft
-// length rule then drafts only where it pays. kDraft: a small draft model
-// (SpecConfig::draft_model_path) proposes every draft; the scheduler only reserves the
-// positions and the engine's DraftModelRunner fills them in. (Scheduler::guess_draft() in
-// scheduler_step.cpp is where a sequence's source is picked.)
+// Which draft source a sequence uses. kAuto: n-gram when it has a match, else the draft model
+// when one is given (SpecConfig::draft_model_path), else none; the draft length rule then
+// drafts only where it pays, pricing the draft model's passes. kDraft: the draft model
+// proposes every draft. A draft model's drafts are placeholders the scheduler reserves and the
+// engine's DraftModelRunner fills in. (Scheduler::guess_draft() in scheduler_step.cpp is where
+// a sequence's source is picked, per sequence and step.)
 enum class SpecMode : uint8_t { kOff, kNgram, kAuto, kDraft };
 
 Result<SpecMode> spec_mode_from_name(std::string_view name);
@@ -54,6 +55,10 @@ struct SpecConfig {
   std::string draft_model_path;        // kDraft: the draft model's GGUF (the engine loads it)
   SpecSampledVerify sampled_verify = SpecSampledVerify::kToken;  // kDraft, sampled requests
   bool enabled() const { return mode != SpecMode::kOff && num_speculative_tokens > 0; }
+  // The engine runs a draft model (kDraft, or kAuto given one).
+  bool has_draft_model() const {
+    return (mode == SpecMode::kDraft || mode == SpecMode::kAuto) && !draft_model_path.empty();
+  }
   // Draft positions a sequence's step may verify beyond its own token: the extra logits rows
   // the runner allocates and the plan counts.
   int32_t draft_positions() const { return enabled() ? num_speculative_tokens : 0; }

@@ -58,7 +58,9 @@ struct Sequence {
   // with the tokens the step emits to update `acceptance` even where nothing was drafted.
   std::vector<TokenId> draft_guess;
   int32_t draft_len = 0;              // k the draft length rule gave it this step
-  AcceptanceEstimate acceptance;
+  bool draft_by_model = false;        // this step's guess is the draft model's (placeholders)
+  AcceptanceEstimate acceptance;        // of its n-gram guesses (and replayed ones)
+  AcceptanceEstimate model_acceptance;  // of the draft model's drafts (learned when drafting)
   int32_t num_computed = 0;           // prompt + output tokens whose KV is stored
   FinishReason finish = FinishReason::kNone;
   // What the runner knows: whether it has this sequence's state (sent in full), and how many

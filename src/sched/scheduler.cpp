@@ -54,6 +54,7 @@ Scheduler::Scheduler(const SchedulerConfig& config)
     : config_(config),
       kv_(scheduler_kv_config(config)),
       step_cost_(config.max_batched_tokens),
+      draft_pass_cost_(config.max_seqs),
       draft_rng_(config.spec.random_length_seed) {
   config_.kv = scheduler_kv_config(config);
 }

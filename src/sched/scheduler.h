@@ -175,6 +175,12 @@ class Scheduler {
     step_cost_.record(positions, seconds);
   }
   const StepCostTable& step_cost() const { return step_cost_; }
+  // The draft model's cost per pass by its rows (a pass after the step's first: draft tokens
+  // only), reported by the engine; the adaptive rule prices model drafts with it.
+  void record_draft_pass_time(int32_t rows, double seconds) {
+    draft_pass_cost_.record(rows, seconds);
+  }
+  const StepCostTable& draft_pass_cost() const { return draft_pass_cost_; }
 
  private:
   explicit Scheduler(const SchedulerConfig& config);
@@ -207,7 +213,8 @@ class Scheduler {
   int32_t plan_draft(Request& r, Sequence& s, int32_t room);
   void guess_draft(Request& r, Sequence& s);
   void choose_draft_lengths_for_step();
-  void observe_draft_guess(Sequence& s, std::span<const TokenId> got);
+  void observe_draft_guess(Sequence& s, const SchedulerOutput& out, const ScheduledSeq& row,
+                           std::span<const TokenId> got);
   int32_t plan_blocks_needed() const;
   void drop_planned_drafts();
   bool schedule_running(SchedulerOutput& out, int32_t& budget);
@@ -251,6 +258,7 @@ class Scheduler {
   std::vector<int32_t> ones_;           // scratch of the one-token-per-slot update()
   PrefixMatch match_;                    // scratch of admit_waiting()
   StepCostTable step_cost_;              // speculation: T(n), fed by record_step_time()
+  StepCostTable draft_pass_cost_;        // D(rows), fed by record_draft_pass_time()
   std::mt19937_64 draft_rng_;            // DraftLengthRule::kRandomForTest
   std::vector<Sequence*> draft_seqs_;    // scratch of choose_draft_lengths_for_step()
   std::vector<DraftCandidate> draft_candidates_;

@@ -53,6 +53,9 @@ struct ScheduledSeq {
   // of all n_draft + 1 last positions (verification, then one bonus token).
   int32_t n_draft = 0;
   int32_t draft_begin = 0;
+  // The draft model proposes the drafts (the engine fills draft_tokens in before the
+  // forward); else they are the n-gram drafter's (or a replay's), known at scheduling.
+  bool draft_by_model = false;
 };
 
 // One token to sample from the logits of scheduled[row]. Several slots may share a row: the n

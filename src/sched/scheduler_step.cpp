@@ -73,6 +73,7 @@ void Scheduler::guess_draft(Request& r, Sequence& s) {
   const int32_t ctx_room = config_.max_model_len - known - 1;
   const int32_t k = std::min({config_.spec.num_speculative_tokens, out_room, ctx_room});
   s.draft_guess.clear();
+  s.draft_by_model = false;
   if (k <= 0) return;
   if (!r.spec.replay_draft.empty() && s.index == 0) {  // a benchmark's recorded continuation
     const auto from = std::min(s.output.size(), r.spec.replay_draft.size());
@@ -81,15 +82,17 @@ void Scheduler::guess_draft(Request& r, Sequence& s) {
                          r.spec.replay_draft.begin() + static_cast<std::ptrdiff_t>(to));
     return;
   }
-  // A draft model proposes all k tokens after scheduling: placeholders until then.
-  if (config_.spec.mode == SpecMode::kDraft) {
-    s.draft_guess.assign(static_cast<size_t>(k), 0);
-    return;
+  // A draft model proposes all k tokens after scheduling: placeholders until then. Under
+  // auto it is the source only where the n-gram drafter finds no match.
+  if (config_.spec.mode != SpecMode::kDraft) {
+    s.draft_guess.resize(static_cast<size_t>(k));
+    const int32_t got = ngram_draft(seq_tokens(r, s, known), config_.spec.ngram_min,
+                                    config_.spec.ngram_max, s.draft_guess);
+    s.draft_guess.resize(static_cast<size_t>(got));
+    if (got > 0 || !config_.spec.has_draft_model()) return;
   }
-  s.draft_guess.resize(static_cast<size_t>(k));
-  const int32_t got = ngram_draft(seq_tokens(r, s, known), config_.spec.ngram_min,
-                                  config_.spec.ngram_max, s.draft_guess);
-  s.draft_guess.resize(static_cast<size_t>(got));
+  s.draft_guess.assign(static_cast<size_t>(k), 0);
+  s.draft_by_model = true;
 }
 
 void Scheduler::choose_draft_lengths_for_step() {
@@ -106,21 +109,18 @@ void Scheduler::choose_draft_lengths_for_step() {
       if (remaining(*r, s) != 1) return;
       guess_draft(*r, s);
       draft_seqs_.push_back(&s);
-      draft_candidates_.push_back({s.acceptance.alpha, static_cast<int32_t>(s.draft_guess.size())});
+      // A draft model's acceptance is learned from its drafts (its guesses come after
+      // scheduling), an n-gram guess's from every guess, drafted or not.
+      draft_candidates_.push_back(
+          {s.draft_by_model ? s.model_acceptance.alpha : s.acceptance.alpha,
+           static_cast<int32_t>(s.draft_guess.size()), s.draft_by_model});
     });
   }
   draft_lens_.assign(draft_seqs_.size(), 0);
-  // The adaptive rule learns acceptance from guesses made before the step and prices only the
-  // target's positions: a draft model's guesses come after scheduling and its passes cost
-  // more, so with a draft model every sequence drafts its fixed length.
-  const DraftLengthRule rule = config_.spec.mode == SpecMode::kDraft &&
-                                       config_.spec.draft_length == DraftLengthRule::kAdaptive
-                                   ? DraftLengthRule::kFixed
-                                   : config_.spec.draft_length;
-  switch (rule) {
+  switch (config_.spec.draft_length) {
     case DraftLengthRule::kAdaptive:
       choose_draft_lengths(step_cost_, static_cast<int32_t>(draft_seqs_.size()),
-                           draft_candidates_, draft_lens_, draft_choice_);
+                           draft_candidates_, draft_lens_, draft_choice_, &draft_pass_cost_);
       break;
     case DraftLengthRule::kFixed:
       for (size_t i = 0; i < draft_lens_.size(); ++i) draft_lens_[i] = draft_candidates_[i].max_k;
@@ -267,6 +267,7 @@ void Scheduler::emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t 
   row.n_tokens = n_tokens;
   row.n_draft = static_cast<int32_t>(s.draft.size());
   row.draft_begin = out.n_draft_tokens();
+  row.draft_by_model = row.n_draft > 0 && s.draft_by_model;
   out.draft_tokens.insert(out.draft_tokens.end(), s.draft.begin(), s.draft.end());
   if (!s.runner_knows) {
     row.new_seq = static_cast<int32_t>(out.new_seqs.size());

@@ -47,13 +47,20 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> samp
   update(out, sampled, ones_, finishes, events);
 }
 
-void Scheduler::observe_draft_guess(Sequence& s, std::span<const TokenId> got) {
+void Scheduler::observe_draft_guess(Sequence& s, const SchedulerOutput& out,
+                                    const ScheduledSeq& row, std::span<const TokenId> got) {
   // Each guessed position up to the first miss is one trial, drafted or not: a sequence that
-  // does not draft still learns whether drafting would have paid.
-  const size_t n = std::min(got.size(), s.draft_guess.size());
+  // does not draft still learns whether drafting would have paid. A draft model's guess is
+  // known only where it drafted (the engine wrote it into the output).
+  const bool model = s.draft_by_model;
+  const std::span<const TokenId> guess =
+      model ? (row.draft_by_model ? out.draft(row) : std::span<const TokenId>{})
+            : std::span<const TokenId>(s.draft_guess);
+  AcceptanceEstimate& a = model ? s.model_acceptance : s.acceptance;
+  const size_t n = std::min(got.size(), guess.size());
   for (size_t j = 0; j < n; ++j) {
-    const bool hit = got[j] == s.draft_guess[j];
-    s.acceptance.observe(hit);
+    const bool hit = got[j] == guess[j];
+    a.observe(hit);
     if (!hit) break;
   }
 }
@@ -83,6 +90,7 @@ void Scheduler::advance_rows(const SchedulerOutput& out) {
     s.draft.clear();
     s.draft_guess.clear();
     s.draft_len = 0;
+    s.draft_by_model = false;
     s.num_computed += computed;
     cache_computed_blocks(r, s, row.start, computed);
   }
@@ -123,7 +131,7 @@ void Scheduler::update(const SchedulerOutput& out, std::span<const TokenId> toke
                 "sample slot {} got {} tokens", k, n);
     s.output.insert(s.output.end(), got.begin(), got.end());
     row_emitted_[slot.row] = static_cast<int32_t>(n);
-    observe_draft_guess(s, got);
+    observe_draft_guess(s, out, out.scheduled[slot.row], got);
   }
   advance_rows(out);
   at = 0;

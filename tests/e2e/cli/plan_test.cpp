@@ -7,6 +7,7 @@
 
 #include "plan/memory_size.h"
 #include "support/run_command.h"
+#include "support/test_data.h"
 
 namespace {
 
@@ -79,6 +80,40 @@ TEST(CliPlan, CountsSpeculationsLogitsRowsAsTheEngineDoes) {
   ASSERT_EQ(bench.exit_code, 0) << bench.err;
   const std::string buffers = tally::plan::format_bytes(with_drafts);
   EXPECT_NE(bench.out.find("  buffers   " + buffers + "\n"), std::string::npos) << buffers << "\n" << bench.out;
+}
+
+// A draft model (speculative decoding): `tally plan --draft-model` counts its weights, its
+// buffers and its KV (in the target's blocks), and the engine built with the same flags and
+// --memory-budget has the plan's block count and the plan's draft line.
+TEST(CliPlan, CountsTheDraftModelAsTheEngineDoes) {
+  const std::string draft = "--draft-model " + tally_test::repo_path("models/stories260K.gguf");
+  auto plain = run_command(tally("plan --memory 300MiB --json"));
+  auto plan = run_command(tally("plan --memory 300MiB --json " + draft));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto j = nlohmann::json::parse(plan.out);
+  ASSERT_TRUE(j["draft"].is_object()) << plan.out;
+  const int64_t blocks = j["budget"]["n_blocks"].get<int64_t>();
+  EXPECT_LT(blocks, nlohmann::json::parse(plain.out)["budget"]["n_blocks"].get<int64_t>());
+  EXPECT_EQ(j["kv"]["pool_block_bytes"].get<int64_t>(),
+            j["kv"]["block_bytes"].get<int64_t>() +
+                16 * j["draft"]["kv_bytes_per_token"].get<int64_t>());
+  auto bench = run_command(tally("bench throughput --memory-budget 300MiB --threads 1 --requests 2 "
+                                 "--input-len 8 --output-len 4 --speculative draft " + draft));
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  using tally::plan::format_bytes;
+  const std::string kv = fmt::format("{} blocks x 16 tokens", blocks);
+  EXPECT_NE(bench.out.find(kv), std::string::npos) << kv << "\n" << bench.out;
+  const std::string draft_line = fmt::format(
+      "({} weights + {} kv cache + {} buffers)", format_bytes(j["draft"]["weight_bytes"].get<int64_t>()),
+      format_bytes(blocks * 16 * j["draft"]["kv_bytes_per_token"].get<int64_t>()),
+      format_bytes(j["draft"]["activation_bytes"].get<int64_t>()));
+  EXPECT_NE(bench.out.find(draft_line), std::string::npos) << draft_line << "\n" << bench.out;
+  auto table = run_command(tally("plan --memory 300MiB " + draft));
+  EXPECT_NE(table.out.find("draft model weights"), std::string::npos) << table.out;
+  // Another vocabulary is refused, as the engine refuses it.
+  auto other = run_command(tally("plan -m llama-2-7b " + draft));
+  EXPECT_NE(other.exit_code, 0);
 }
 
 TEST(CliPlan, BadValuesAreUsageErrors) {

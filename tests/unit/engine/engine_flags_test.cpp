@@ -149,7 +149,9 @@ TEST(EngineFlags, SpeculativeFlagsLandInTheConfig) {
   expect_refused({"--spec-sampled-verify", "exact"}, "--spec-sampled-verify must be token or q");
   auto auto_draft = config_of({"--draft-model", "small.gguf"});  // auto is the default
   ASSERT_TRUE(auto_draft.ok()) << auto_draft.status().message();
-  EXPECT_EQ(auto_draft->spec.mode, tally::SpecMode::kDraft);
+  // auto with a draft model: per sequence, n-gram where it matches, else the draft model.
+  EXPECT_EQ(auto_draft->spec.mode, tally::SpecMode::kAuto);
+  EXPECT_TRUE(auto_draft->spec.has_draft_model());
   expect_refused({"--ngram-min", "3", "--ngram-max", "2"}, "ngram_min <= ngram_max");
   expect_refused({"--num-speculative-tokens", "33"}, "--num-speculative-tokens");
 }

@@ -2,8 +2,11 @@
 // each scheduler (every drawn output token is produced; paged KV wastes less than contiguous).
 #include "engine/throughput_bench.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
+#include "engine/replay_bench.h"
 #include "engine_test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -62,6 +65,22 @@ TEST(ThroughputBench, RunsBothSchedulersOnTheSameWorkload) {
   const std::string text = tally::format_throughput_report(*paged);
   EXPECT_NE(text.find("output tok/s"), std::string::npos);
   EXPECT_NE(text.find("kv utilization"), std::string::npos);
+}
+
+// The replay benchmark's prediction for a request's decode: no acceptance is one token per
+// step (its last steps drafting less, so cheaper), full acceptance k + 1 tokens per step, and
+// a long request tends to the steady state E(k) T(1) / T(1 + k).
+TEST(ReplayBench, ExpectedDecodeTimeCountsTheShorterDraftsAtTheEnd) {
+  const std::vector<double> t = {0, 1, 2, 3, 4, 5};  // T(n) = n
+  // 5 decode tokens: drafts of 4, 3, 2, 1, 0 tokens.
+  EXPECT_DOUBLE_EQ(tally::replay_expected_decode_seconds(0.0, 4, 6, t), 5 + 4 + 3 + 2 + 1);
+  EXPECT_DOUBLE_EQ(tally::replay_expected_decode_seconds(1.0, 4, 6, t), 5);
+  EXPECT_DOUBLE_EQ(tally::replay_expected_decode_seconds(1.0, 4, 11, t), 5 + 5);
+  EXPECT_DOUBLE_EQ(tally::replay_expected_decode_seconds(0.5, 4, 1, t), 0);
+  const double per_token = tally::replay_expected_decode_seconds(0.5, 4, 10001, t) / 10000;
+  const double e4 = 1 + 0.5 + 0.25 + 0.125 + 0.0625;
+  EXPECT_NEAR(per_token, 5 / e4, 0.001 * 5 / e4);
+  EXPECT_NEAR(tally::replay_predicted_speedup(0.5, 4, 1, 5), e4 / 5, 1e-12);
 }
 
 }  // namespace

@@ -91,6 +91,37 @@ TEST(DraftLength, StopsDraftingWhenTheBatchIsComputeBound) {
             std::vector<int32_t>(32, 0));
 }
 
+// A draft model's drafts cost its passes on top of the target's positions: with target
+// positions free, a model draft as dear per pass as a target step never pays while an n-gram
+// guess of the same acceptance drafts in full; with cheap passes both draft.
+TEST(DraftLength, PricesTheDraftModelsPasses) {
+  const StepCostTable target = linear_costs(64, 1e-3, 0.0);
+  const std::vector<DraftCandidate> c = {{0.8f, 4, false}, {0.8f, 4, true}};
+  std::vector<int32_t> k(c.size(), -1);
+  DraftChoiceScratch scratch;
+  StepCostTable dear(8);
+  for (int32_t r = 1; r <= 8; ++r) dear.record(r, 1e-3);
+  choose_draft_lengths(target, 2, c, k, scratch, &dear);
+  EXPECT_EQ(k, (std::vector<int32_t>{4, 0}));
+  // Unpriced (no pass table), the model's positions look as free as the n-gram's.
+  choose_draft_lengths(target, 2, c, k, scratch);
+  EXPECT_EQ(k, (std::vector<int32_t>{4, 4}));
+  StepCostTable cheap(8);
+  for (int32_t r = 1; r <= 8; ++r) cheap.record(r, 1e-5);
+  choose_draft_lengths(target, 2, c, k, scratch, &cheap);
+  EXPECT_EQ(k, (std::vector<int32_t>{4, 4}));
+  // A pass is priced by its rows: two model rows share each pass, so where one row's passes
+  // do not pay, two rows' may (D(1) = D(2): the pass is mostly the weights' read).
+  StepCostTable shared(8);
+  for (int32_t r = 1; r <= 8; ++r) shared.record(r, 4e-4);
+  const std::vector<DraftCandidate> one = {{0.6f, 2, true}, {0.0f, 0, false}};
+  const std::vector<DraftCandidate> two = {{0.6f, 2, true}, {0.6f, 2, true}};
+  choose_draft_lengths(target, 2, one, k, scratch, &shared);
+  EXPECT_EQ(k, (std::vector<int32_t>{0, 0}));
+  choose_draft_lengths(target, 2, two, k, scratch, &shared);
+  EXPECT_EQ(k, (std::vector<int32_t>{1, 1}));
+}
+
 TEST(AcceptanceEstimate, FollowsTheRecentHitRate) {
   AcceptanceEstimate a;
   EXPECT_FLOAT_EQ(a.alpha, AcceptanceEstimate::kPrior);

@@ -182,5 +182,58 @@ TEST(SpecSchedule, AdaptiveDraftsOnlyWhereTheStepCostSaysItPaysAndLearnsWithoutD
   EXPECT_LT(s.find_request(1)->samples[0].acceptance.alpha, alpha);
 }
 
+// `auto` with a draft model picks the source per sequence and step: the n-gram drafter where
+// it has a match, else the draft model, whose drafts the adaptive rule prices with the
+// measured cost of its passes: none while a pass costs as much as a target step, in full once
+// passes are cheap. Its acceptance is learned from the drafts the model made.
+TEST(SpecSchedule, AutoPicksTheSourcePerSequenceAndPricesTheDraftModelsPasses) {
+  SchedulerConfig c = spec_sched_config();
+  c.spec.mode = SpecMode::kAuto;
+  c.spec.draft_model_path = "draft.gguf";  // the engine loads it; the scheduler only plans
+  c.spec.draft_length = DraftLengthRule::kAdaptive;
+  Scheduler s = make_spec_scheduler(c);
+  for (int32_t n = 1; n <= c.max_batched_tokens; ++n) s.record_step_time(n, 1e-3);
+  for (int32_t r = 1; r <= c.max_seqs; ++r) s.record_draft_pass_time(r, 1e-3);
+  RequestSpec r = spec_request(1, {1, 2, 3, 5});  // no repeat: no n-gram match
+  r.max_tokens = 20;
+  ASSERT_TRUE(s.add_request(r).ok());
+  SchedulerOutput out = s.schedule();
+  spec_update(s, out, {6});
+  TokenId next = 7;
+  for (int i = 0; i < 3; ++i) {
+    out = s.schedule();
+    ASSERT_EQ(out.scheduled.size(), 1u);
+    EXPECT_EQ(out.scheduled[0].n_draft, 0) << "step " << i;
+    spec_update(s, out, {next++});
+  }
+  EXPECT_EQ(s.find_request(1)->samples[0].model_acceptance.alpha, AcceptanceEstimate::kPrior);
+  for (int rep = 0; rep < 20; ++rep) {
+    for (int32_t rows = 1; rows <= c.max_seqs; ++rows) s.record_draft_pass_time(rows, 1e-6);
+  }
+  out = s.schedule();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].n_draft, 3);
+  EXPECT_TRUE(out.scheduled[0].draft_by_model);
+  // The engine writes the model's proposals; one accepted, then a miss.
+  out.draft_tokens[static_cast<size_t>(out.scheduled[0].draft_begin)] = next;
+  spec_update(s, out, {next, 99});
+  const Sequence& seq = s.find_request(1)->samples[0];
+  EXPECT_NE(seq.model_acceptance.alpha, AcceptanceEstimate::kPrior);
+  EXPECT_EQ(seq.acceptance.alpha, AcceptanceEstimate::kPrior);  // no n-gram guess was compared
+
+  // A sequence whose text repeats drafts with the n-gram drafter, known at scheduling.
+  Scheduler s2 = make_spec_scheduler(c);
+  for (int32_t n = 1; n <= c.max_batched_tokens; ++n) s2.record_step_time(n, 1e-3);
+  for (int32_t rows = 1; rows <= c.max_seqs; ++rows) s2.record_draft_pass_time(rows, 1e-3);
+  ASSERT_TRUE(s2.add_request(spec_request(2, {4, 4, 4, 4})).ok());
+  out = s2.schedule();
+  spec_update(s2, out, {4});
+  out = s2.schedule();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].n_draft, 3);
+  EXPECT_FALSE(out.scheduled[0].draft_by_model);
+  EXPECT_EQ(out.draft_tokens, (std::vector<TokenId>{4, 4, 4}));
+}
+
 }  // namespace
 }  // namespace tally

@@ -15,6 +15,8 @@
 #include "engine/engine_core.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "plan/gguf_source.h"
+#include "plan/plan.h"
 #include "plan/plan_model.h"
 #include "synth/synthetic_model.h"
 
@@ -91,6 +93,9 @@ tally::EngineConfig draft_config(const std::string& draft, int32_t max_seqs, boo
   c.spec.draft_model_path = draft;
   c.spec.num_speculative_tokens = 4;
   c.spec.sampled_verify = verify;
+  // These tests check the machinery: every guess drafted (the adaptive rule would draft
+  // little with a draft model as dear as the target).
+  c.spec.draft_length = tally::DraftLengthRule::kFixed;
   return c;
 }
 
@@ -124,8 +129,10 @@ std::vector<tally::EngineRequest> draft_workload(const tally::Tokenizer& tok, in
 // output without speculation; returns the acceptance of each run. Under `token` every
 // request's tokens are compared, under `q` only the greedy ones' (the real-q rule draws
 // differently: SpecVerify.* tests the sampled distribution).
-std::vector<double> expect_output_unchanged(const std::string& draft,
-                                            tally::SpecSampledVerify verify) {
+std::vector<double> expect_output_unchanged(
+    const std::string& draft, tally::SpecSampledVerify verify,
+    tally::SpecMode mode = tally::SpecMode::kDraft,
+    tally::DraftLengthRule length = tally::DraftLengthRule::kFixed) {
   auto ref_engine = make_engine(draft_config("", 8, false));
   EXPECT_NE(ref_engine, nullptr);
   if (!ref_engine) return {};
@@ -136,7 +143,10 @@ std::vector<double> expect_output_unchanged(const std::string& draft,
   for (int32_t seqs : {1, 8}) {
     for (bool prefix : {false, true}) {
       SCOPED_TRACE(testing::Message() << "max_seqs " << seqs << " prefix cache " << prefix);
-      auto engine = make_engine(draft_config(draft, seqs, prefix, verify));
+      tally::EngineConfig c = draft_config(draft, seqs, prefix, verify);
+      c.spec.mode = mode;
+      c.spec.draft_length = length;
+      auto engine = make_engine(c);
       if (!engine) continue;
       const std::vector<RequestLog> got = run_all_requests(*engine, reqs);
       for (size_t i = 0; i < reqs.size(); ++i) {
@@ -166,6 +176,17 @@ TEST(DraftModel, TargetAsItsOwnDraftAcceptsNearlyAllAndChangesNothing) {
     for (double a : expect_output_unchanged(repo_path("models/stories260K.gguf"), verify)) {
       EXPECT_GT(a, 0.8) << "acceptance";  // the sampled requests reject some
     }
+  }
+}
+
+// `auto` with a draft model: rows with an n-gram match draft with it (their drafts are known
+// tokens of the draft model's first pass), the others with the draft model, in the same steps;
+// with a seeded random length per sequence and step the output is still the target's.
+TEST(DraftModel, AutoMixesNgramAndModelDraftsAndChangesNothing) {
+  for (double a : expect_output_unchanged(repo_path("models/stories260K.gguf"),
+                                          tally::SpecSampledVerify::kToken, tally::SpecMode::kAuto,
+                                          tally::DraftLengthRule::kRandomForTest)) {
+    EXPECT_GT(a, 0.3) << "acceptance";
   }
 }
 
@@ -271,6 +292,57 @@ TEST(DraftModel, LedgerCountsTheDraftModel) {
   EXPECT_GT(l.draft_buffer_bytes, 0);
   EXPECT_EQ(l.total(), l.weight_bytes_mapped + l.weight_bytes_owned + l.activation_bytes +
                            l.kv_bytes + l.other_bytes + l.draft_bytes());
+}
+
+// `tally plan --draft-model D --memory M` and the engine with --memory-budget M agree: the
+// budget pays for the draft's weights and buffers, every block for its KV beside the target's.
+TEST(DraftModel, MemoryBudgetCountsTheDraftModelAsThePlanDoes) {
+  constexpr int64_t kBudget = int64_t{300} << 20;
+  tally::EngineConfig c = draft_config(random_draft_path(), 4, true);
+  c.kv_cache_memory = 0;
+  c.memory_budget = kBudget;
+  auto core = tally::EngineCore::create(c);
+  ASSERT_TRUE(core.ok()) << core.status().to_string();
+  const tally::MemoryLedger& l = (*core)->ledger();
+  // What `tally plan -m stories260K.gguf --draft-model random.gguf --kv-type f32 --context 256
+  // --concurrency 4 --block-size 16 --max-batched-tokens 24 --num-speculative-tokens 4
+  // --memory 300MiB` computes.
+  auto target = tally::plan::plan_model_from_gguf_path(c.model_path);
+  auto draft = tally::plan::plan_model_from_gguf_path(random_draft_path());
+  ASSERT_TRUE(target.ok() && draft.ok());
+  tally::plan::PlanOptions o;
+  o.kv_type = tally::DType::kF32;
+  o.context = 256;
+  o.concurrency = 4;
+  o.block_size = 16;
+  o.batch_tokens = 24;
+  o.draft_tokens = 4;
+  o.budget = kBudget;
+  auto p = tally::plan::compute_plan(*target, o, &*draft);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_TRUE(p->draft.has_value());
+  EXPECT_EQ(l.kv_blocks, p->n_blocks);
+  EXPECT_EQ(l.draft_weight_bytes, p->draft->weight_bytes);
+  EXPECT_EQ(l.draft_buffer_bytes, p->draft->activation_bytes);
+  EXPECT_EQ(l.draft_kv_bytes, p->n_blocks * 16 * p->draft->kv_bytes_per_token);
+  EXPECT_EQ(l.kv_bytes + l.draft_kv_bytes, p->n_blocks * p->pool_block_bytes);
+  // Everything but the bookkeeping the overhead reserve covers fits the budget, and the plan's
+  // total is the ledger's within 2%.
+  const int64_t planned = p->weight_bytes + p->activation_bytes + p->draft->weight_bytes +
+                          p->draft->activation_bytes + p->n_blocks * p->pool_block_bytes;
+  EXPECT_LE(l.total() - l.other_bytes, kBudget - p->overhead_bytes);
+  EXPECT_NEAR(static_cast<double>(l.total() - l.other_bytes), static_cast<double>(planned),
+              0.02 * static_cast<double>(planned));
+  // The draft costs blocks: without it the same budget holds more.
+  auto alone = tally::plan::compute_plan(*target, o);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_GT(alone->n_blocks, p->n_blocks);
+  // --kv-cache-memory is the target's KV alone (the draft's comes on top).
+  c.memory_budget = 0;
+  c.kv_cache_memory = 100 * p->kv_block_bytes;
+  auto sized = tally::EngineCore::create(c);
+  ASSERT_TRUE(sized.ok()) << sized.status().to_string();
+  EXPECT_EQ((*sized)->ledger().kv_blocks, 100);
 }
 
 TEST(DraftModel, NoLeakedBlocksUnderRandomCancellations) {
