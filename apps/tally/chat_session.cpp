@@ -15,7 +15,6 @@
 #include "engine/engine_core.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "sampling/sampling_check.h"
 #include "sampling/stop_matcher.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -229,8 +228,10 @@ int run_chat(std::unique_ptr<Model> model, std::unique_ptr<Tokenizer> tokenizer,
   auto choice = choose_template(*model, options.template_path);
   if (!choice.ok()) return report_error(choice.status());
   if (Status st = StopSet::validate(options.stop); !st.ok()) return report_error(st);
-  const SamplingCheck sampling = check_sampling_params(options.turn.sampling, model->config().n_vocab);
-  if (!sampling.status.ok()) return report_error(sampling.status);
+  if (Status st = options.turn.sampling.validate(static_cast<int32_t>(model->config().n_vocab));
+      !st.ok()) {
+    return report_error(st);
+  }
   // The model holds positions up to its context_length: -c can only lower that.
   const int64_t model_ctx = model->config().context_length;
   const int64_t n_ctx = options.ctx_size > 0 ? std::min<int64_t>(options.ctx_size, model_ctx) : model_ctx;

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace tally::detail {
+namespace tally::base_detail {
 
 void check_failed(const char* file, int line, const char* cond, const std::string& msg) {
   std::fprintf(stderr, "tally: internal error at %s:%d: check '%s' failed: %s\n", file, line, cond,
@@ -12,4 +12,4 @@ void check_failed(const char* file, int line, const char* cond, const std::strin
   std::abort();
 }
 
-}  // namespace tally::detail
+}  // namespace tally::base_detail

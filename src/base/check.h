@@ -4,14 +4,14 @@
 
 #include <fmt/format.h>
 
-namespace tally::detail {
+namespace tally::base_detail {
 [[noreturn]] void check_failed(const char* file, int line, const char* cond, const std::string& msg);
 }
 
 #define TALLY_CHECK(cond, ...)                                                          \
   do {                                                                                  \
     if (__builtin_expect(!(cond), 0))                                                   \
-      ::tally::detail::check_failed(__FILE__, __LINE__, #cond, ::fmt::format(__VA_ARGS__)); \
+      ::tally::base_detail::check_failed(__FILE__, __LINE__, #cond, ::fmt::format(__VA_ARGS__)); \
   } while (0)
 
 #ifdef NDEBUG

@@ -6,6 +6,7 @@
 #include <cassert>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -41,14 +42,30 @@ class [[nodiscard]] Status {
   // "format: gguf: tensor 'x' offset 123 past end of file (1000 bytes)"
   std::string to_string() const;
 
-  // Prepends context: Status(...).with_context("loading model.gguf").
+  // Prepends context: Status(...).with_context("loading model.gguf"). The field stays.
   Status with_context(const std::string& ctx) const {
-    return ok() ? *this : Status(code_, ctx + ": " + message_);
+    if (ok()) return *this;
+    Status s(code_, ctx + ": " + message_);
+    s.field_ = field_;
+    return s;
+  }
+
+  // The request field at fault, when the error is about one ("prompt", "max_tokens", "top_p",
+  // ...; "" when none): a typed part of the error, so a caller maps it to its own names (the
+  // server to OpenAI's `param`) and never searches the message for it. The name must have
+  // static storage (a literal).
+  std::string_view field() const { return field_; }
+  Status with_field(std::string_view field) const {
+    if (ok()) return *this;
+    Status s = *this;
+    s.field_ = field;
+    return s;
   }
 
  private:
   ErrorCode code_ = ErrorCode::kOk;
   std::string message_;
+  std::string_view field_;
 };
 
 template <typename... Args>
@@ -89,7 +106,7 @@ class [[nodiscard]] Result {
 #define TALLY_RETURN_IF_ERROR(expr)                 \
   do {                                              \
     auto&& tally_status_ = (expr);                  \
-    if (!tally_status_.ok()) return ::tally::detail::status_of(tally_status_); \
+    if (!tally_status_.ok()) return ::tally::base_detail::status_of(tally_status_); \
   } while (0)
 
 #define TALLY_CONCAT_INNER(a, b) a##b
@@ -102,8 +119,8 @@ class [[nodiscard]] Result {
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
 
-namespace tally::detail {
+namespace tally::base_detail {
 inline const Status& status_of(const Status& s) { return s; }
 template <typename T>
 const Status& status_of(const Result<T>& r) { return r.status(); }
-}  // namespace tally::detail
+}  // namespace tally::base_detail

@@ -147,8 +147,7 @@ std::span<const float> DraftModelRunner::draft_q(size_t row, int32_t i) const {
   return std::span<const float>(q_.data() + at, n_vocab);
 }
 
-Status DraftModelRunner::propose(SchedulerOutput& out, const BatchRunner& target, ThreadPool& pool,
-                                 DraftTokenPicker pick) {
+Status DraftModelRunner::propose(SchedulerOutput& out, ThreadPool& pool, DraftTokenPicker pick) {
   if (out.scheduled.size() > rows_.size() || out.n_tokens > config_.max_tokens) {
     return make_error(ErrorCode::kInvalidArgument,
                       "draft model: step {} has {} rows and {} tokens; it holds {} and {}",
@@ -165,23 +164,19 @@ Status DraftModelRunner::propose(SchedulerOutput& out, const BatchRunner& target
       const ScheduledSeq& row = out.scheduled[r];
       const int32_t known_end = row.start + row.n_tokens - row.n_draft;
       if (pass == 0) {
-        const std::span<const int32_t> known = target.seq_tokens(row.seq_id);
-        if (static_cast<int32_t>(known.size()) < known_end || row.start < 0) {
+        if (row.start < 0 || row.n_known() < 0) {
           return make_error(ErrorCode::kInvalidArgument,
-                            "draft model: row {} computes [{}, {}) of a sequence of {} tokens", r,
-                            row.start, known_end, known.size());
+                            "draft model: row {} computes [{}, {})", r, row.start, known_end);
         }
         // An n-gram (or replayed) draft is known now: its positions are part of this pass,
         // so the draft's KV holds whatever the target accepts.
-        add_row(target.seq_block_table(row.seq_id), row.start,
-                known.subspan(static_cast<size_t>(row.start),
-                              static_cast<size_t>(known_end - row.start)),
+        add_row(out.block_table(row), row.start, out.tokens(row),
                 row.draft_by_model ? std::span<const int32_t>{} : out.draft(row),
                 row.draft_by_model, r);
         if (row.draft_by_model) most_drafts = std::max(most_drafts, row.n_draft);
       } else if (row.draft_by_model && row.n_draft >= pass) {
         const int32_t* token = &out.draft_tokens[static_cast<size_t>(row.draft_begin + pass - 1)];
-        add_row(target.seq_block_table(row.seq_id), known_end + pass - 1,
+        add_row(out.block_table(row), known_end + pass - 1,
                 std::span<const int32_t>(token, 1), {}, pass < row.n_draft, r);
       }
     }

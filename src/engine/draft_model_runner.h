@@ -17,7 +17,8 @@
 //                 so that an all-accepted draft leaves no hole in the draft's cache)
 // Each pass is one ragged Model::forward over the rows still drafting.
 //
-// Thread rules: the engine thread alone. The target's BatchRunner is read, never written.
+// Each row's tokens and block table come from the scheduler's output itself.
+// Thread rules: the engine thread alone.
 #pragma once
 
 #include <cstdint>
@@ -87,12 +88,11 @@ class DraftModelRunner {
   DraftModelRunner(const DraftModelRunner&) = delete;
   DraftModelRunner& operator=(const DraftModelRunner&) = delete;
 
-  // After target.apply(out) (tables and copies), before target.fill(out): applies out's
-  // block copies to the draft's KV, runs the passes above and writes the draft tokens of
-  // every row whose drafts are the model's (ScheduledSeq::draft_by_model) into
-  // out.draft_tokens. A row with n-gram drafts computes them as known tokens in pass 0.
-  Status propose(SchedulerOutput& out, const BatchRunner& target, ThreadPool& pool,
-                 DraftTokenPicker pick);
+  // After target.apply(out) (block copies), before target.fill(out): applies out's block
+  // copies to the draft's KV, runs the passes above and writes the draft tokens of every row
+  // whose drafts are the model's (ScheduledSeq::draft_by_model) into out.draft_tokens. A row
+  // with n-gram drafts computes them as known tokens in pass 0.
+  Status propose(SchedulerOutput& out, ThreadPool& pool, DraftTokenPicker pick);
 
   // The q the picker wrote for draft token i of scheduled row `row` this step.
   std::span<const float> draft_q(size_t row, int32_t i) const;

@@ -55,8 +55,11 @@ class Engine {
   static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
   virtual ~Engine() = default;
 
-  // Queues a request. Errors (nothing queued, no events): InvalidArgument for bad parameters,
-  // OutOfRange for a prompt longer than the context (message names both lengths),
+  // Every check submit() makes of a request (check_engine_request, request_check.h), with
+  // nothing queued: InvalidArgument for bad parameters, OutOfRange for a prompt longer than
+  // the context (message names both lengths); Status::field() names the field at fault.
+  virtual Status check_request(const EngineRequest& request) const = 0;
+  // Queues a request. Errors (nothing queued, no events): those of check_request(),
   // ResourceExhausted when the queue is full.
   virtual Result<RequestId> submit(EngineRequest request, EngineEventCallback on_event) = 0;
   // Aborts a request: its blocks are freed at the next step and it ends with kAbort.

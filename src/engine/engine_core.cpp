@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "engine/ledger_text.h"
+#include "engine/request_check.h"
 #include "kv/block_pool.h"
 #include "kv/prefix_cache.h"
 #include "plan/gguf_source.h"
@@ -127,6 +128,7 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
   const auto rows = static_cast<size_t>(config.max_seqs);
   emitted_.reserve(rows * static_cast<size_t>(1 + runner_->max_draft()));
   n_emitted_.reserve(rows);
+  history_.reserve(static_cast<size_t>(sched_config_.max_model_len));
   finishes_.reserve(rows);
   sched_events_.reserve(rows);
   outbox_.reserve(2 * rows);
@@ -185,24 +187,7 @@ void EngineCore::log_ledger() const {
 }
 
 Status EngineCore::check_request(const EngineRequest& r) const {
-  // Prompt length, max_tokens, n and KV room are the scheduler's to judge (one place).
-  RequestSpec shape;
-  shape.prompt = r.prompt;
-  shape.max_tokens = r.max_tokens;
-  shape.n = r.n;
-  TALLY_RETURN_IF_ERROR(Scheduler::check_request(sched_config_, shape));
-  for (size_t i = 0; i < r.prompt.size(); ++i) {
-    if (r.prompt[i] < 0 || r.prompt[i] >= n_vocab_) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "prompt token {} is {}, outside the vocabulary [0, {})", i, r.prompt[i],
-                        n_vocab_);
-    }
-  }
-  if (r.min_tokens < 0) {
-    return make_error(ErrorCode::kInvalidArgument, "min_tokens is {} (must be >= 0)", r.min_tokens);
-  }
-  TALLY_RETURN_IF_ERROR(r.sampling.validate(n_vocab_));
-  return StopSet::validate(r.stop);
+  return check_engine_request(r, sched_config_, n_vocab_);
 }
 
 void EngineCore::add_request(RequestId id, EngineRequest request, uint64_t seed,
@@ -211,15 +196,9 @@ void EngineCore::add_request(RequestId id, EngineRequest request, uint64_t seed,
       id, request, seed, std::move(on_event), *tokenizer_, n_vocab_, arrival));
   RequestState& r = *state;
   requests_.emplace(id, std::move(state));
-  RequestSpec spec;
-  spec.id = id;
-  spec.prompt = std::move(request.prompt);
-  spec.max_tokens = request.max_tokens;
-  spec.n = request.n;
-  spec.priority = request.priority;
-  spec.cache_salt = std::move(request.cache_salt);
-  spec.replay_draft = std::move(request.replay_draft);
-  if (Status st = sched_.add_request(std::move(spec)); !st.ok()) {
+  // The request's scheduler part goes on as it is: the same RequestSpec the caller filled.
+  request.id = id;
+  if (Status st = sched_.add_request(std::move(static_cast<RequestSpec&>(request))); !st.ok()) {
     fail_request(r, st);  // check_request() passed: only a full queue gets here
   }
   deliver();

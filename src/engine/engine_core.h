@@ -1,6 +1,9 @@
 // The synchronous engine: one object that owns the model, the scheduler, the runner and the
 // per-request state, and runs one step at a time on the calling thread:
-//   schedule -> runner (tables, copies, batch, forward) -> sample -> update -> events.
+//   schedule -> runner (copies, batch, forward) -> sample -> update -> events.
+// Progress lives in the scheduler alone (num_computed per sequence, the tokens, the block
+// tables); each step's SchedulerOutput carries what the runner needs, and the runner keeps
+// nothing between steps.
 // update() is the one place where a sample ends: stop tokens, max_tokens, a full context and
 // stop strings are all decided there (min_tokens bans stop tokens from the logits before
 // sampling, beside it in engine_update.cpp). The scheduler only applies those decisions.
@@ -45,9 +48,9 @@ class EngineCore {
   EngineCore(const EngineCore&) = delete;
   EngineCore& operator=(const EngineCore&) = delete;
 
-  // Every check a request gets, each in one place: what needs the model here, the prompt
-  // length, max_tokens, n and the KV room in Scheduler::check_request. InvalidArgument, or
-  // OutOfRange for a prompt that leaves no room in the context.
+  // Every check a request gets: check_engine_request (request_check.h) with this engine's
+  // limits. InvalidArgument, or OutOfRange for a prompt that leaves no room in the context;
+  // Status::field() names the request field at fault.
   Status check_request(const EngineRequest& request) const;
   // Queues a request that passed check_request(). `seed` is the request's resolved seed
   // (never kRandomSeed). A request the scheduler refuses (a full queue) gets its kError here.
@@ -113,6 +116,9 @@ class EngineCore {
   // engine_verify.cpp: sampling, speculative drafts verified position by position.
   void verify_slots();
   FinishReason verify_slot(size_t k, EngineClock::time_point now);
+  // What a penalty reads: the slot's sample's tokens (the scheduler's), then `this_step`.
+  std::span<const int32_t> sample_history(const SampleSlot& slot,
+                                          std::span<const int32_t> this_step);
   void deliver();
   void fail_request(RequestState& r, const Status& status);
   void fail_scheduled(const Status& status);
@@ -147,6 +153,7 @@ class EngineCore {
   std::vector<int32_t> n_emitted_;  // [samples] tokens of each slot in emitted_
   std::vector<int32_t> row_slot_;   // [rows] the sample slot of each row (-1: none), drafting
   double draft_pass_seconds_ = 0.0;  // this step's draft-model passes after the first
+  std::vector<int32_t> history_;    // [max_model_len] sample_history's buffer
   std::vector<FinishReason> finishes_;
   std::vector<SchedulerEvent> sched_events_;
   std::vector<Outgoing> outbox_;

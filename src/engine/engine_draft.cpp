@@ -1,5 +1,5 @@
 // The engine's side of the draft-model source (--speculative draft, draft_model_runner.h):
-// the runner's tables are applied, the draft model proposes every speculating row's tokens,
+// the block copies are applied, the draft model proposes every speculating row's tokens,
 // then the target's batch is filled with them. A greedy request's draft is the draft model's
 // argmax (accepted while it equals the target's), and so is a sampled request's under
 // --spec-sampled-verify token (the default: accepted while it equals the token the target
@@ -52,7 +52,7 @@ Status EngineCore::prepare_batch() {
   auto pick = [this](size_t row, int32_t i, std::span<const float> logits, std::span<float> q) {
     return pick_draft_token(row, i, logits, q);
   };
-  TALLY_RETURN_IF_ERROR(drafter_->propose(out_, *runner_, pool_, pick));
+  TALLY_RETURN_IF_ERROR(drafter_->propose(out_, pool_, pick));
   // What the model's drafts cost, for the adaptive rule (draft_length.h); the step's T(n)
   // leaves it out.
   for (const DraftPassTime& p : drafter_->last_pass_times()) {

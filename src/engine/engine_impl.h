@@ -23,6 +23,9 @@ class EngineImpl final : public Engine {
   explicit EngineImpl(std::unique_ptr<EngineCore> core);
   ~EngineImpl() override;
 
+  Status check_request(const EngineRequest& request) const override {
+    return core_->check_request(request);
+  }
   Result<RequestId> submit(EngineRequest request, EngineEventCallback on_event) override;
   void cancel(RequestId id) override;
   EngineMetrics metrics() const override { return core_->metrics(); }

@@ -1,4 +1,4 @@
-// One step of the engine core: schedule -> runner (tables, copies, batch, forward) ->
+// One step of the engine core: schedule -> runner (copies, batch, forward) ->
 // per-sample sampling and verification of drafts (engine_verify.cpp) -> update
 // (engine_update.cpp) -> metrics -> callbacks. A failure is confined to the requests it
 // touches: they end with kError and the next step goes on.
@@ -78,7 +78,7 @@ void EngineCore::fail_request(RequestState& r, const Status& status) {
 
 void EngineCore::fail_scheduled(const Status& status) {
   // Which request broke the step is unknown: every request in it ends with the error, the
-  // others go on. Their sequences leave the runner through the next step's freed list.
+  // others go on (the runner holds nothing of theirs: the next step's rows are complete).
   for (const ScheduledSeq& row : out_.scheduled) {
     auto it = requests_.find(row.request_id);
     if (it != requests_.end()) fail_request(*it->second, status);

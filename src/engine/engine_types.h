@@ -23,20 +23,18 @@ namespace tally {
 // what an n = 1 request with seed engine_sample_seed(seed, i) produces. Never kRandomSeed.
 uint64_t engine_sample_seed(uint64_t seed, int32_t index);
 
-struct EngineRequest {
-  std::vector<int32_t> prompt;   // token ids (BOS included when the model wants one)
+// The one request type from the API layer to the scheduler. Its RequestSpec part (prompt,
+// max_tokens, n, priority, cache_salt, replay_draft) is what the scheduler keeps: EngineCore
+// moves it, unchanged, into the scheduler's Request; the rest is the engine's (sampling and
+// stop rules, kept per request in RequestState). `id` is assigned by the engine (Engine::submit,
+// EngineCore::add_request), whatever the caller put there. Every check it gets is
+// check_engine_request (engine/request_check.h).
+struct EngineRequest : RequestSpec {
   SamplingParams sampling;       // seed kRandomSeed = drawn per request
-  int32_t max_tokens = 16;       // output tokens per sample (clipped to the context)
   int32_t min_tokens = 0;        // end-of-generation tokens are ignored before this many
-  int32_t n = 1;                 // parallel samples sharing the prompt's KV blocks
-  int32_t priority = 0;          // lower runs first
-  std::string cache_salt;        // prefix cache: only requests with the same salt share blocks
   bool ignore_eos = false;
   std::vector<std::string> stop;  // stop strings (OpenAI semantics: not included in text)
   bool detokenize = true;         // produce text deltas (UTF-8 safe)
-  // Benchmarks only (`bench throughput --replay-acceptance`): when speculation is on, sample
-  // 0's drafts are taken from this recorded continuation instead of the n-gram source.
-  std::vector<int32_t> replay_draft;
 };
 
 enum class EngineEventKind : uint8_t {

@@ -6,8 +6,8 @@
 // (update_sample: every stop rule), and the walk goes on only while the token equals the
 // draft token at that position (spec_verify.h: exact rejection sampling for one-hot drafts).
 // Under --spec-sampled-verify q a sampled request's draft-model draft comes with its q
-// (draft_q, engine_draft.cpp): the rejection sampling then uses the real q. After k matches the last position gives one bonus
-// token.
+// (draft_q, engine_draft.cpp): the rejection sampling then uses the real q. After k matches
+// the last position gives one bonus token.
 #include <exception>
 
 #include "sampling/spec_verify.h"
@@ -44,6 +44,7 @@ FinishReason EngineCore::verify_slot(size_t k, EngineClock::time_point now) {
     spec_.draft_tokens += n_draft;
     s.spec_draft_tokens += n_draft;
   }
+  const size_t first = emitted_.size();  // this slot's tokens so far: emitted_[first, ...)
   for (int32_t i = 0; i <= n_draft; ++i) {
     std::span<float> logits = runner_->slot_logits(k, i);
     // Slots sharing this row are samples of the same request at the same length, so masking
@@ -53,13 +54,15 @@ FinishReason EngineCore::verify_slot(size_t k, EngineClock::time_point now) {
     SpecPositionResult verdict;
     FinishReason why = FinishReason::kNone;
     try {
-      verdict = spec_verify_position(s.sampler, logits, runner_->slot_history(out_, k),
-                                     draft_token, draft_q(k, i));
+      const std::span<const int32_t> history =
+          s.sampler.reads_history()
+              ? sample_history(slot, std::span<const int32_t>(emitted_).subspan(first))
+              : std::span<const int32_t>();
+      verdict = spec_verify_position(s.sampler, logits, history, draft_token, draft_q(k, i));
     } catch (const std::exception& e) {
       fail_request(r, make_error(ErrorCode::kInternal, "sampling failed: {}", e.what()));
       return FinishReason::kNone;
     }
-    runner_->append_token(out_, k, verdict.token);
     emitted_.push_back(verdict.token);
     try {
       why = update_sample(r, slot, verdict.token, now);
@@ -75,6 +78,20 @@ FinishReason EngineCore::verify_slot(size_t k, EngineClock::time_point now) {
     if (why != FinishReason::kNone || !verdict.accepted) return why;
   }
   return FinishReason::kNone;
+}
+
+std::span<const int32_t> EngineCore::sample_history(const SampleSlot& slot,
+                                                    std::span<const int32_t> this_step) {
+  // The scheduler's tokens of the sample (its prompt, then its outputs before this step),
+  // then the tokens this step gave it so far (verification appends them one by one).
+  const Request* r = sched_.find_request(slot.request_id);
+  if (r == nullptr) return {};
+  const Sequence& seq = r->samples[static_cast<size_t>(slot.seq_index)];
+  if (seq.output.empty() && this_step.empty()) return r->spec.prompt;
+  history_.assign(r->spec.prompt.begin(), r->spec.prompt.end());
+  history_.insert(history_.end(), seq.output.begin(), seq.output.end());
+  history_.insert(history_.end(), this_step.begin(), this_step.end());
+  return history_;
 }
 
 }  // namespace tally

@@ -72,10 +72,11 @@ std::vector<ActivationTerm> activation_terms(const ActivationShape& s) {
   add_vec(t, "sample slots", r, kI32, "i32");       // logits row of each sample slot
   add_scratch(t, s);
   add_mat(t, "logits", lr, s.n_vocab, kF32, "f32");
-  // The runner's copy of each resident sequence: its tokens and its block table.
-  add_mat(t, "sequence tokens", s.n_seqs, s.context, kI32, "i32");
+  // The step's scheduler output carries each row's tokens and its whole block table (the
+  // runner keeps no per-sequence copy); reused across steps, it grows to this over the first.
+  add_vec(t, "step row tokens", n, kI32, "i32");
   t.back().at_start = false;
-  add_mat(t, "sequence block tables", s.n_seqs, s.blocks_per_seq, kI32, "i32");
+  add_mat(t, "step block tables", r, s.blocks_per_seq, kI32, "i32");
   t.back().at_start = false;
   return t;
 }

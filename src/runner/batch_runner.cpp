@@ -1,6 +1,7 @@
 #include "runner/batch_runner.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "base/check.h"
 
@@ -74,7 +75,6 @@ BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, Kv
     : model_(model),
       config_(config),
       n_vocab_(model.config().n_vocab),
-      shape_(activation_shape(model.config(), config)),
       bytes_(bytes_for(model.config(), config)),
       kv_(std::move(kv)),
       scratch_(model.config(), config.max_tokens) {
@@ -96,36 +96,6 @@ BatchRunner::BatchRunner(const Model& model, const BatchRunnerConfig& config, Kv
               bytes_allocated_at_start(), bytes_.buffers_at_start);
 }
 
-Status BatchRunner::apply_tables(const SchedulerOutput& out) {
-  for (SeqId id : out.freed_seq_ids) seqs_.erase(id);
-  for (const NewSeq& ns : out.new_seqs) {
-    SeqState& s = seqs_[ns.seq_id];
-    // Room for the whole sequence at once: what the ledger's per-sequence terms count.
-    s.tokens.reserve(static_cast<size_t>(shape_.context));
-    s.block_table.reserve(static_cast<size_t>(shape_.blocks_per_seq));
-    s.tokens.assign(ns.tokens.begin(), ns.tokens.end());
-    s.block_table.assign(ns.block_table.begin(), ns.block_table.end());
-  }
-  for (const ScheduledSeq& row : out.scheduled) {
-    if (row.new_seq >= 0) continue;
-    auto it = seqs_.find(row.seq_id);
-    if (it == seqs_.end()) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "runner: step {} has a table delta for unknown sequence {}", out.step,
-                        row.seq_id);
-    }
-    auto& table = it->second.block_table;
-    if (row.table_keep > static_cast<int32_t>(table.size())) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "runner: sequence {} keeps {} table entries of {}", row.seq_id,
-                        row.table_keep, table.size());
-    }
-    table.resize(static_cast<size_t>(row.table_keep));
-    for (BlockId b : out.new_blocks(row)) table.push_back(b);
-  }
-  return Status::ok_status();
-}
-
 Status BatchRunner::fill_batch(const SchedulerOutput& out) {
   const auto n_rows = out.scheduled.size();
   if (n_rows > rows_.size() || out.n_tokens > config_.max_tokens ||
@@ -139,27 +109,26 @@ Status BatchRunner::fill_batch(const SchedulerOutput& out) {
   int32_t t = 0;
   for (size_t r = 0; r < n_rows; ++r) {
     const ScheduledSeq& row = out.scheduled[r];
-    auto it = seqs_.find(row.seq_id);
-    if (it == seqs_.end()) {
-      return make_error(ErrorCode::kInvalidArgument, "runner: row {} is unknown sequence {}", r,
-                        row.seq_id);
-    }
-    const SeqState& s = it->second;
-    // Positions up to known_end are the sequence's own tokens; the rest is the row's draft.
-    const int32_t known_end = row.start + row.n_tokens - row.n_draft;
-    if (row.start < 0 || row.n_draft < 0 || known_end > static_cast<int32_t>(s.tokens.size()) ||
-        (row.n_draft > 0 && known_end != static_cast<int32_t>(s.tokens.size())) ||
+    // Positions up to known_end are the row's known tokens; the rest is its draft.
+    const int32_t known_end = row.start + row.n_known();
+    if (row.start < 0 || row.n_draft < 0 || row.n_known() < 0 ||
+        row.tokens_begin < 0 || row.tokens_begin + row.n_known() > std::ssize(out.token_ids) ||
+        row.table_begin < 0 || row.table_count < 0 ||
+        row.table_begin + row.table_count > std::ssize(out.block_ids) ||
+        row.draft_begin < 0 || row.draft_begin + row.n_draft > out.n_draft_tokens() ||
         t + row.n_tokens > config_.max_tokens) {
       return make_error(ErrorCode::kInvalidArgument,
                         "runner: row {} computes positions [{}, {}) ({} drafted) of sequence {} "
-                        "that knows {} tokens",
+                        "outside the step's {} tokens, {} block ids, {} draft tokens or {} slots",
                         r, row.start, row.start + row.n_tokens, row.n_draft, row.seq_id,
-                        s.tokens.size());
+                        out.token_ids.size(), out.block_ids.size(), out.draft_tokens.size(),
+                        config_.max_tokens);
     }
-    rows_[r].block_table = s.block_table;
+    rows_[r].block_table = out.block_table(row);
+    const std::span<const int32_t> known = out.tokens(row);
     const std::span<const int32_t> draft = out.draft(row);
     for (int32_t p = row.start; p < row.start + row.n_tokens; ++p, ++t) {
-      tokens_[t] = p < known_end ? s.tokens[p] : draft[p - known_end];
+      tokens_[t] = p < known_end ? known[p - row.start] : draft[p - known_end];
       positions_[t] = p;
       seq_index_[t] = static_cast<int32_t>(r);
     }
@@ -202,18 +171,7 @@ Status BatchRunner::prepare(const SchedulerOutput& out) {
   return fill_batch(out);
 }
 
-std::span<const int32_t> BatchRunner::seq_tokens(int64_t seq_id) const {
-  auto it = seqs_.find(seq_id);
-  return it == seqs_.end() ? std::span<const int32_t>() : it->second.tokens;
-}
-
-std::span<const int32_t> BatchRunner::seq_block_table(int64_t seq_id) const {
-  auto it = seqs_.find(seq_id);
-  return it == seqs_.end() ? std::span<const int32_t>() : it->second.block_table;
-}
-
 Status BatchRunner::apply(const SchedulerOutput& out) {
-  TALLY_RETURN_IF_ERROR(apply_tables(out));
   for (const BlockCopy& c : out.block_copies) {
     if (c.src < 0 || c.dst < 0 || c.src >= kv_.shape().n_blocks || c.dst >= kv_.shape().n_blocks) {
       return make_error(ErrorCode::kInvalidArgument, "runner: block copy {} -> {} of {} blocks",
@@ -236,24 +194,6 @@ std::span<float> BatchRunner::slot_logits(size_t k, int32_t i) {
               "sample slot {} draft position {}", k, i);
   const auto n = static_cast<size_t>(n_vocab_);
   return std::span<float>(logits_.data() + static_cast<size_t>(at) * n, n);
-}
-
-std::span<const int32_t> BatchRunner::slot_history(const SchedulerOutput& out, size_t k) const {
-  const ScheduledSeq& row = out.scheduled[static_cast<size_t>(out.samples[k].row)];
-  auto it = seqs_.find(row.seq_id);
-  TALLY_CHECK(it != seqs_.end(), "sample slot {} reads unknown sequence {}", k, row.seq_id);
-  return it->second.tokens;
-}
-
-void BatchRunner::commit(const SchedulerOutput& out, std::span<const int32_t> sampled) {
-  TALLY_CHECK(sampled.size() == out.samples.size(), "{} tokens for {} slots", sampled.size(),
-              out.samples.size());
-  for (size_t k = 0; k < sampled.size(); ++k) append_token(out, k, sampled[k]);
-}
-
-void BatchRunner::append_token(const SchedulerOutput& out, size_t k, int32_t token) {
-  auto it = seqs_.find(out.samples[k].seq_id);
-  if (it != seqs_.end()) it->second.tokens.push_back(token);
 }
 
 }  // namespace tally

@@ -1,29 +1,26 @@
-// The engine's runner: applies a SchedulerOutput to its own per-sequence state and to the KV
-// storage, builds one ragged Batch from the scheduled rows, runs Model::forward over it and
-// exposes the logits of every sample slot. Sampling itself stays with the caller (each request
-// owns its samplers); the sampled tokens come back through commit().
+// The engine's runner: applies a SchedulerOutput to the KV storage, builds one ragged Batch
+// from the scheduled rows, runs Model::forward over it and exposes the logits of every sample
+// slot. Sampling itself stays with the caller (each request owns its samplers), and so does
+// every token: the runner keeps no per-sequence state between steps. Each row of the output
+// carries the tokens it computes and its whole block table (scheduler_output.h), so there is
+// no second copy of the scheduler's tokens or tables to keep in step, and nothing to forget
+// when a sequence ends.
 //
 // One step:
-//   prepare(out)         freed sequences dropped, new ones taken in full, table deltas
-//                        applied, copy-on-write blocks copied, batch arrays filled
+//   prepare(out)         copy-on-write blocks copied, batch arrays filled from the rows
 //   forward(pool)        one Model::forward; logits only for the rows that are sampled
 //   slot_logits(k, i)    [n_vocab] of sample slot k at draft position i (0 = the last known
 //                        token's; i = 1..n_draft after each draft token); writable: the
 //                        caller may mask tokens
-//   slot_history(out,k)  the tokens the slot's row has seen (prompt + outputs), for penalties
-//   append_token(out,k,t) appends t to slot k's sequence when it knows it (at once, so that
-//                        the next draft position's history holds it)
-//   commit(out, tokens)  append_token for every slot, one token each
 //
 // Memory: the KV pool, the forward scratch, the batch arrays and the logits are allocated once
-// by create(); a step allocates only when a sequence is new or its token list grows.
+// by create(); a step allocates nothing.
 // Thread rules: not thread-safe; the engine thread alone calls it. The Model is borrowed.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -67,33 +64,19 @@ class BatchRunner {
   BatchRunner(const BatchRunner&) = delete;
   BatchRunner& operator=(const BatchRunner&) = delete;
 
-  // Steps 1-4 of scheduler_output.h, then the batch arrays. InvalidArgument when the output
-  // does not fit (more rows or tokens than configured, a delta for an unknown sequence); the
-  // per-sequence state may then be partly updated and the runner should be reset().
+  // Step 1 of scheduler_output.h, then the batch arrays. InvalidArgument when the output
+  // does not fit (more rows or tokens than configured, a bad block copy or row).
   Status prepare(const SchedulerOutput& out);
-  // prepare() in its two halves, for a draft model that reads the sequences' tables and writes
-  // the drafts in between: steps 1-4 (tables, copies), then the batch arrays.
+  // prepare() in its two halves, for a draft model that runs on the same output in between:
+  // the block copies, then the batch arrays.
   Status apply(const SchedulerOutput& out);
   Status fill(const SchedulerOutput& out) { return fill_batch(out); }
-  // A known sequence's tokens and block table after apply() (empty for an unknown one).
-  std::span<const int32_t> seq_tokens(int64_t seq_id) const;
-  std::span<const int32_t> seq_block_table(int64_t seq_id) const;
   // The forward pass over the prepared batch (nothing to do for an empty output).
   Status forward(ThreadPool& pool);
 
   // [n_vocab] logits of out.samples[k] of the prepared output, at draft position i.
   std::span<float> slot_logits(size_t k, int32_t i = 0);
-  // Tokens of the sequence whose row sample slot k reads (prompt, then outputs so far).
-  std::span<const int32_t> slot_history(const SchedulerOutput& out, size_t k) const;
-  // Step 6: each token to its slot's sequence, when this runner knows that sequence.
-  void commit(const SchedulerOutput& out, std::span<const int32_t> sampled);
-  void append_token(const SchedulerOutput& out, size_t k, int32_t token);
 
-  // Forgets every sequence (after a failed step; the scheduler resends what it needs only
-  // after a preemption, so a reset is only safe once every request is aborted).
-  void reset() { seqs_.clear(); }
-
-  size_t n_known_seqs() const { return seqs_.size(); }
   const KvStorage& kv() const { return kv_; }
   // The offload tiers copy blocks in and out through it between steps (engine_offload.h).
   KvStorage& kv_storage() { return kv_; }
@@ -102,13 +85,7 @@ class BatchRunner {
   int64_t max_draft() const { return config_.max_draft; }
 
  private:
-  struct SeqState {
-    std::vector<int32_t> tokens;       // every known token
-    std::vector<int32_t> block_table;  // logical -> physical
-  };
-
   BatchRunner(const Model& model, const BatchRunnerConfig& config, KvStorage kv);
-  Status apply_tables(const SchedulerOutput& out);
   // What the constructor allocated, counted from the buffers themselves.
   int64_t bytes_allocated_at_start() const;
   Status fill_batch(const SchedulerOutput& out);
@@ -116,11 +93,9 @@ class BatchRunner {
   const Model& model_;
   BatchRunnerConfig config_;
   int64_t n_vocab_;
-  plan::ActivationShape shape_;  // the ledger's shape: per-sequence reservations follow it
   BatchRunnerBytes bytes_;
   KvStorage kv_;
   ForwardScratch scratch_;
-  std::unordered_map<int64_t, SeqState> seqs_;
   // Batch arrays, capacity fixed at creation.
   std::vector<int32_t> tokens_;       // [max_tokens]
   std::vector<int32_t> positions_;    // [max_tokens]

@@ -29,6 +29,7 @@ Sampler::Sampler(const SamplingParams& p, int32_t n_vocab)
     const PenaltyOptions options{p.repetition_penalty, p.presence_penalty, p.frequency_penalty,
                                  p.penalty_last_n};
     steps_.push_back(std::make_unique<PenaltyStep>(options, n_vocab));
+    reads_history_ = true;
   }
   const bool greedy = p.temperature == 0.0f;
   if (p.logprobs) {

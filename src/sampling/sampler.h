@@ -61,6 +61,9 @@ class Sampler {
 
   // The seed in use: params.seed, or the one drawn for kRandomSeed.
   uint64_t seed() const { return seed_; }
+  // Whether sample() reads `history` (a penalty is set): a caller may pass an empty one when
+  // not, and skip gathering it.
+  bool reads_history() const { return reads_history_; }
   int32_t n_vocab() const { return n_vocab_; }
   // The chain as text, e.g. "logit_bias -> penalties -> top_k -> top_p -> min_p -> ...".
   std::string describe() const;
@@ -71,6 +74,7 @@ class Sampler {
   TokenCandidates candidates_;
   std::vector<std::unique_ptr<SamplerStep>> steps_;
   LogprobsStep* logprobs_step_ = nullptr;  // owned by steps_, when logprobs are asked for
+  bool reads_history_ = false;
   DistStep* dist_step_ = nullptr;          // owned by steps_ (the last one), when not greedy
   std::vector<float> dense_p_;             // [n_vocab] p for sample_with_draft, on first use
   SampleLogprobs logprobs_;

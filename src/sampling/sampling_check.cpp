@@ -1,4 +1,6 @@
-#include "sampling/sampling_check.h"
+// SamplingParams::validate: each error names the field at fault as a value (Status::field),
+// so an API layer maps it to its own parameter name without reading the message.
+#include "sampling/sampling_params.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +9,10 @@
 namespace tally {
 namespace {
 
-SamplingCheck out_of_range(std::string_view field, double value, const char* range) {
-  return {make_error(ErrorCode::kInvalidArgument, "sampling: {} = {} is out of range {}", field,
-                     value, range),
-          field};
+Status out_of_range(std::string_view field, double value, const char* range) {
+  return make_error(ErrorCode::kInvalidArgument, "sampling: {} = {} is out of range {}", field,
+                    value, range)
+      .with_field(field);
 }
 
 Status validate_logit_bias(const SamplingParams& p, int32_t n_vocab) {
@@ -41,11 +43,11 @@ Status validate_logit_bias(const SamplingParams& p, int32_t n_vocab) {
 
 }  // namespace
 
-SamplingCheck check_sampling_params(const SamplingParams& p, int32_t n_vocab) {
+Status SamplingParams::validate(int32_t n_vocab) const {
+  const SamplingParams& p = *this;
   if (n_vocab <= 0) {
-    return {make_error(ErrorCode::kInvalidArgument, "sampling: n_vocab = {} must be positive",
-                       n_vocab),
-            {}};
+    return make_error(ErrorCode::kInvalidArgument, "sampling: n_vocab = {} must be positive",
+                      n_vocab);
   }
   if (!(std::isfinite(p.temperature) && p.temperature >= 0.0f)) {
     return out_of_range("temperature", p.temperature, "[0, inf)");
@@ -65,23 +67,17 @@ SamplingCheck check_sampling_params(const SamplingParams& p, int32_t n_vocab) {
     return out_of_range("frequency_penalty", p.frequency_penalty, "(-inf, inf)");
   }
   if (p.top_logprobs < 0 || p.top_logprobs > n_vocab) {
-    return {make_error(ErrorCode::kInvalidArgument,
-                       "sampling: top_logprobs = {} is out of range [0, n_vocab = {}]",
-                       p.top_logprobs, n_vocab),
-            "top_logprobs"};
+    return make_error(ErrorCode::kInvalidArgument,
+                      "sampling: top_logprobs = {} is out of range [0, n_vocab = {}]",
+                      p.top_logprobs, n_vocab)
+        .with_field("top_logprobs");
   }
   if (p.top_logprobs > 0 && !p.logprobs) {
-    return {make_error(ErrorCode::kInvalidArgument,
-                       "sampling: top_logprobs = {} needs logprobs = true", p.top_logprobs),
-            "top_logprobs"};
+    return make_error(ErrorCode::kInvalidArgument,
+                      "sampling: top_logprobs = {} needs logprobs = true", p.top_logprobs)
+        .with_field("top_logprobs");
   }
-  Status bias = validate_logit_bias(p, n_vocab);
-  if (!bias.ok()) return {std::move(bias), "logit_bias"};
-  return {};
-}
-
-Status SamplingParams::validate(int32_t n_vocab) const {
-  return check_sampling_params(*this, n_vocab).status;
+  return validate_logit_bias(p, n_vocab).with_field("logit_bias");
 }
 
 }  // namespace tally

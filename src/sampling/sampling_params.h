@@ -31,7 +31,8 @@ struct SamplingParams {
   int32_t top_logprobs = 0;         // and the n most likely tokens' (needs logprobs)
 
   // InvalidArgument naming the field for values out of range, logit_bias token ids outside
-  // [0, n_vocab), a bias that is NaN or +inf, or biases that ban every token.
+  // [0, n_vocab), a bias that is NaN or +inf, or biases that ban every token; the field is
+  // also a value (Status::field(): "top_p", "logit_bias", ...). In sampling_check.cpp.
   Status validate(int32_t n_vocab) const;
 };
 

@@ -38,15 +38,18 @@ enum class RequestStatus : uint8_t {
 };
 std::string_view request_status_name(RequestStatus status);
 
-// What a caller submits.
+// What a caller submits: the scheduler's part of the engine's request (EngineRequest extends
+// it), kept as given in Request::spec.
 struct RequestSpec {
   RequestId id = 0;
-  std::vector<TokenId> prompt;
-  int32_t max_tokens = 16;              // output tokens per sample
-  int32_t n = 1;                        // parallel samples of this prompt
+  std::vector<TokenId> prompt;          // token ids (BOS included when the model wants one)
+  int32_t max_tokens = 16;              // output tokens per sample (clipped to the context)
+  int32_t n = 1;                        // parallel samples sharing the prompt's KV blocks
   int32_t priority = 0;                 // lower runs first
   std::string cache_salt;               // prefix cache: only requests with the same salt share
-  std::vector<TokenId> replay_draft;    // benchmarks: sample 0's guessed output (EngineRequest)
+  // Benchmarks only (`bench throughput --replay-acceptance`): when speculation is on, sample
+  // 0's drafts are taken from this recorded continuation instead of the n-gram source.
+  std::vector<TokenId> replay_draft;
 };
 
 struct Sequence {
@@ -63,10 +66,6 @@ struct Sequence {
   AcceptanceEstimate model_acceptance;  // of the draft model's drafts (learned when drafting)
   int32_t num_computed = 0;           // prompt + output tokens whose KV is stored
   FinishReason finish = FinishReason::kNone;
-  // What the runner knows: whether it has this sequence's state (sent in full), and how many
-  // leading entries of its block table it holds (the rest go out as a delta).
-  bool runner_knows = false;
-  int32_t table_sent = 0;
 
   bool live() const { return finish == FinishReason::kNone; }
 };

@@ -78,26 +78,31 @@ int32_t Scheduler::worst_case_blocks(const SchedulerConfig& config, const Reques
 Status Scheduler::check_request(const SchedulerConfig& config, const RequestSpec& spec) {
   const int64_t prompt = static_cast<int64_t>(spec.prompt.size());
   if (prompt == 0) {
-    return make_error(ErrorCode::kInvalidArgument, "the prompt has no tokens");
+    return make_error(ErrorCode::kInvalidArgument, "the prompt has no tokens").with_field("prompt");
   }
   if (prompt >= config.max_model_len) {
     return make_error(ErrorCode::kOutOfRange,
-                      "the prompt has {} tokens and the context holds {}: the prompt must be "
-                      "shorter than the context to leave room for output",
-                      prompt, config.max_model_len);
+                      "the prompt has {} tokens, but this model's context is {} tokens (the "
+                      "context holds {} tokens, prompt and output together: the prompt must be "
+                      "shorter to leave room for output)",
+                      prompt, config.max_model_len, config.max_model_len)
+        .with_field("prompt");
   }
   if (spec.max_tokens < 1) {
     return make_error(ErrorCode::kInvalidArgument, "max_tokens is {} (must be >= 1)",
-                      spec.max_tokens);
+                      spec.max_tokens)
+        .with_field("max_tokens");
   }
   if (spec.n < 1 || spec.n > config.max_seqs) {
     return make_error(ErrorCode::kInvalidArgument, "n is {} (must be in [1, {}])", spec.n,
-                      config.max_seqs);
+                      config.max_seqs)
+        .with_field("n");
   }
   if (const int32_t blocks = worst_case_blocks(config, spec); blocks > config.kv.n_blocks) {
     return make_error(ErrorCode::kInvalidArgument,
                       "needs up to {} KV blocks running alone, the pool has {}", blocks,
-                      config.kv.n_blocks);
+                      config.kv.n_blocks)
+        .with_field(spec.n > 1 ? "n" : "max_tokens");
   }
   return Status::ok_status();
 }
@@ -195,8 +200,6 @@ void Scheduler::free_request_kv(Request& r, std::vector<SeqId>& freed) {
       freed.push_back(s.id);
     }
     s.num_computed = 0;
-    s.runner_knows = false;
-    s.table_sent = 0;
   };
   for (Sequence& s : r.samples) release(s);
   if (r.in_carrier_stage()) {

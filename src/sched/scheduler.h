@@ -132,7 +132,8 @@ class Scheduler {
   // What the scheduler alone can judge of a request, from the config only (so a caller on
   // another thread can refuse it at once): the prompt against the context (kOutOfRange, both
   // lengths named), and kInvalidArgument for an empty prompt, max_tokens < 1, n outside
-  // [1, max_seqs], or more KV than the whole pool running alone.
+  // [1, max_seqs], or more KV than the whole pool running alone. Each error names its
+  // RequestSpec field (Status::field).
   static Status check_request(const SchedulerConfig& config, const RequestSpec& spec);
   // Marks the request; its blocks are freed, and its end reported, at the next schedule().
   // kNotFound for an unknown or finished request. Aborting twice is fine.

@@ -5,8 +5,8 @@ namespace tally {
 void SchedulerOutput::clear() {
   step = 0;
   scheduled.clear();
-  new_seqs.clear();
-  new_block_ids.clear();
+  token_ids.clear();
+  block_ids.clear();
   draft_tokens.clear();
   block_copies.clear();
   samples.clear();

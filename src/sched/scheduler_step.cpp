@@ -253,12 +253,8 @@ void Scheduler::admit_static_batch() {
 
 void Scheduler::emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t n_tokens,
                          int32_t& budget) {
-  const size_t copies_before = out.block_copies.size();
   const Status appended = kv_.append(s.id, n_tokens, out.block_copies);
   TALLY_CHECK(appended.ok(), "planned append failed: {}", appended.to_string());
-  for (size_t c = copies_before; c < out.block_copies.size(); ++c) {
-    s.table_sent = std::min(s.table_sent, out.block_copies[c].logical_block);
-  }
   const std::span<const BlockId> table = kv_.block_table(s.id);
   ScheduledSeq row;
   row.request_id = r.spec.id;
@@ -269,24 +265,14 @@ void Scheduler::emit_row(SchedulerOutput& out, Request& r, Sequence& s, int32_t 
   row.draft_begin = out.n_draft_tokens();
   row.draft_by_model = row.n_draft > 0 && s.draft_by_model;
   out.draft_tokens.insert(out.draft_tokens.end(), s.draft.begin(), s.draft.end());
-  if (!s.runner_knows) {
-    row.new_seq = static_cast<int32_t>(out.new_seqs.size());
-    NewSeq& ns = out.new_seqs.emplace_back();
-    ns.request_id = r.spec.id;
-    ns.seq_id = s.id;
-    ns.seq_index = s.index;
-    ns.tokens.reserve(r.known_tokens(s));
-    ns.tokens.assign(r.spec.prompt.begin(), r.spec.prompt.end());
-    ns.tokens.insert(ns.tokens.end(), s.output.begin(), s.output.end());
-    ns.block_table.assign(table.begin(), table.end());
-    s.runner_knows = true;
-  } else {
-    row.table_keep = s.table_sent;
-    row.new_blocks_begin = static_cast<int32_t>(out.new_block_ids.size());
-    row.new_blocks_count = static_cast<int32_t>(table.size()) - s.table_sent;
-    out.new_block_ids.insert(out.new_block_ids.end(), table.begin() + s.table_sent, table.end());
+  // The row in full: its known tokens and its whole block table (scheduler_output.h).
+  row.tokens_begin = static_cast<int32_t>(out.token_ids.size());
+  for (int32_t p = row.start; p < row.start + row.n_known(); ++p) {
+    out.token_ids.push_back(r.token_at(s, p));
   }
-  s.table_sent = static_cast<int32_t>(table.size());
+  row.table_begin = static_cast<int32_t>(out.block_ids.size());
+  row.table_count = static_cast<int32_t>(table.size());
+  out.block_ids.insert(out.block_ids.end(), table.begin(), table.end());
   const int32_t row_index = static_cast<int32_t>(out.scheduled.size());
   out.scheduled.push_back(row);
   rows_.push_back({&r, &s});

@@ -25,8 +25,6 @@ void Scheduler::fork_samples(Request& r) {
     if (!s.live()) continue;
     kv_.fork(r.carrier.id, s.id);
     s.num_computed = r.prompt_len();
-    s.runner_knows = false;
-    s.table_sent = 0;
   }
   kv_.free(r.carrier.id);
   pending_freed_.push_back(r.carrier.id);
@@ -80,12 +78,7 @@ void Scheduler::advance_rows(const SchedulerOutput& out) {
                   "row {} of sequence {} got {} tokens for a draft of {}", i, s.id, emitted,
                   row.n_draft);
       computed = row.n_tokens - row.n_draft + (emitted - 1);
-      if (computed < row.n_tokens) {
-        kv_.truncate(s.id, row.start + computed);
-        // Blocks past the cut went back to the pool: the runner's table is resent from here.
-        const auto table = static_cast<int32_t>(kv_.block_table(s.id).size());
-        s.table_sent = std::min(s.table_sent, table);
-      }
+      if (computed < row.n_tokens) kv_.truncate(s.id, row.start + computed);
     }
     s.draft.clear();
     s.draft_guess.clear();

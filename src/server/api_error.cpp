@@ -59,7 +59,7 @@ ApiError api_error_from_status(const Status& status) {
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kOutOfRange:
     case ErrorCode::kFormat:
-      return ApiError::bad_request(status.message());
+      return ApiError::bad_request(status.message(), std::string(status.field()));
     case ErrorCode::kNotFound:
       return ApiError::not_found(status.message());
     case ErrorCode::kResourceExhausted:

@@ -31,8 +31,8 @@ struct ApiError {
 std::string api_error_json(const ApiError& error);
 HttpResponse api_error_response(const ApiError& error);
 
-// An engine Status as an API error: InvalidArgument / OutOfRange -> 400, ResourceExhausted ->
-// 503, NotFound -> 404, others -> 500.
+// An engine Status as an API error: InvalidArgument / OutOfRange -> 400 (param: the
+// Status::field, when it names one), ResourceExhausted -> 503, NotFound -> 404, others -> 500.
 ApiError api_error_from_status(const Status& status);
 
 }  // namespace tally::server

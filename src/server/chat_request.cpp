@@ -31,9 +31,8 @@ Error read_messages(const Json& o, std::vector<ChatMessage>& out) {
   for (size_t i = 0; i < v->size(); ++i) {
     auto message = ChatMessage::from_openai_json((*v)[i]);
     if (!message.ok()) {
-      std::string why = message.status().message();
-      if (why.starts_with("message: ")) why.erase(0, 9);
-      return ApiError::bad_request(fmt::format("'messages[{}]': {}", i, why), "messages");
+      return ApiError::bad_request(
+          fmt::format("'messages[{}]': {}", i, message.status().message()), "messages");
     }
     if (!known_role(message->role)) {
       return ApiError::bad_request(
@@ -57,8 +56,8 @@ Error read_chat_logprobs(const Json& o, GenerationParams& p) {
   }
   if (logprobs) {
     p.logprobs = top ? static_cast<int32_t>(*top) : 0;
-    p.sampling.logprobs = true;
-    p.sampling.top_logprobs = p.logprobs;
+    p.request.sampling.logprobs = true;
+    p.request.sampling.top_logprobs = p.logprobs;
   }
   return std::nullopt;
 }
@@ -76,7 +75,6 @@ std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest& o
   TALLY_API_TRY(read_messages(o, out.messages));
   TALLY_API_TRY(read_chat_logprobs(o, out.params));
   TALLY_API_TRY(read_bool(o, "add_generation_prompt", out.add_generation_prompt));
-  TALLY_API_TRY(check_generation_params(out.params));
   std::vector<std::string_view> known = generation_common_fields();
   known.insert(known.end(),
                {"messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt"});

@@ -13,8 +13,6 @@ namespace tally::server {
 
 // Sampling (with OpenAI's defaults for what is absent), limits, stop, streaming, extensions.
 std::optional<ApiError> read_generation_common(const nlohmann::json& o, GenerationParams& p);
-// Checks between fields, after every field is read.
-std::optional<ApiError> check_generation_params(const GenerationParams& p);
 // The names read_generation_common() knows.
 const std::vector<std::string_view>& generation_common_fields();
 

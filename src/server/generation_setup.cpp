@@ -8,7 +8,6 @@
 
 #include "base/unix_time.h"
 #include "server/queued_bytes.h"
-#include "sampling/sampling_check.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally::server {
@@ -30,7 +29,8 @@ std::optional<ApiError> resolve_max_tokens(const ServerContext& ctx, const Gener
           fmt::format("'max_tokens' is {}, more than this server's limit of {}", *given, limit),
           "max_tokens");
     }
-    if (*given > room) {
+    // A prompt that leaves no room at all is the engine's error (naming the prompt).
+    if (*given > room && room > 0) {
       return ApiError::bad_request(
           fmt::format("This model's maximum context length is {} tokens. However, you requested "
                       "{} tokens ({} in the {}, {} for the completion). Please reduce the length "
@@ -48,37 +48,38 @@ std::optional<ApiError> resolve_max_tokens(const ServerContext& ctx, const Gener
   return std::nullopt;
 }
 
-std::optional<ApiError> check_prompts(const ServerContext& ctx, const GenerationInput& in,
-                                      int64_t& longest) {
-  const int64_t context = ctx.engine.max_model_len();
-  longest = 0;
-  for (size_t i = 0; i < in.prompts.size(); ++i) {
-    const int64_t length = static_cast<int64_t>(in.prompts[i].tokens.size());
-    if (length == 0) {
-      return ApiError::bad_request(fmt::format("'{}' gives no tokens", in.prompt_field),
-                                   in.prompt_field);
-    }
-    if (length >= context) {
-      return ApiError::bad_request(
-          fmt::format("the {} has {} tokens, but this model's context is {} tokens (at least "
-                      "one must be left for the completion)",
-                      in.prompt_field, length, context),
-          in.prompt_field);
-    }
-    longest = std::max(longest, length);
+int64_t longest_prompt(const GenerationInput& in) {
+  int64_t longest = 0;
+  for (const auto& prompt : in.prompts) {
+    longest = std::max(longest, static_cast<int64_t>(prompt.tokens.size()));
+  }
+  return longest;
+}
+
+// The server's own limit on n; every rule of the engine is Engine::check_request's.
+std::optional<ApiError> check_server_limits(const ServerContext& ctx, const GenerationParams& p) {
+  if (p.request.n > ctx.config.max_n) {
+    return ApiError::bad_request(
+        fmt::format("'n' is {}, more than this server's limit of {}", p.request.n,
+                    ctx.config.max_n),
+        "n");
   }
   return std::nullopt;
 }
 
-std::optional<ApiError> check_params(const ServerContext& ctx, const GenerationParams& p) {
-  if (p.n > ctx.config.max_n) {
-    return ApiError::bad_request(
-        fmt::format("'n' is {}, more than this server's limit of {}", p.n, ctx.config.max_n), "n");
+// The engine's rules for each prompt's request, its errors named by the field at fault (the
+// API's name for the prompt: "prompt" or "messages").
+std::optional<ApiError> check_with_engine(const ServerContext& ctx, const GenerationInput& in,
+                                          EngineRequest& request) {
+  for (const auto& prompt : in.prompts) {
+    request.prompt = prompt.tokens;
+    const Status st = ctx.engine.check_request(request);
+    if (st.ok()) continue;
+    const std::string_view field = st.field();
+    return ApiError::bad_request(st.message(),
+                                 field == "prompt" ? in.prompt_field : std::string(field));
   }
-  const SamplingCheck valid = check_sampling_params(p.sampling, ctx.tokenizer.n_vocab());
-  if (!valid.status.ok()) {
-    return ApiError::bad_request(valid.status.message(), std::string(valid.field));
-  }
+  request.prompt.clear();
   return std::nullopt;
 }
 
@@ -88,12 +89,12 @@ std::optional<ApiError> check_params(const ServerContext& ctx, const GenerationP
 std::optional<ApiError> charge_queued_bytes(const ServerContext& ctx, const GenerationParams& p,
                                             std::vector<JobPrompt>& prompts) {
   int64_t stop_bytes = 0;
-  for (const auto& stop : p.stop) stop_bytes += static_cast<int64_t>(stop.size());
+  for (const auto& stop : p.request.stop) stop_bytes += static_cast<int64_t>(stop.size());
   int64_t total = 0;
   for (auto& prompt : prompts) {
     prompt.queued_bytes = queued_request_bytes(
-        {static_cast<int64_t>(prompt.tokens.size()), p.n, ctx.tokenizer.n_vocab(),
-         static_cast<int64_t>(p.sampling.logit_bias.size()), stop_bytes});
+        {static_cast<int64_t>(prompt.tokens.size()), p.request.n, ctx.tokenizer.n_vocab(),
+         static_cast<int64_t>(p.request.sampling.logit_bias.size()), stop_bytes});
     total += prompt.queued_bytes;
   }
   const int64_t budget = ctx.config.max_queued_bytes;
@@ -160,22 +161,18 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exc
   const auto model = ctx.resolve_model(p.model);
   if (!model) return unknown_model_error(p.model);
   exchange.log().model = *model;
-  if (auto e = check_params(ctx, p)) return e;
-  int64_t longest = 0;
-  if (auto e = check_prompts(ctx, in, longest)) return e;
-  int32_t max_tokens = 0;
-  if (auto e = resolve_max_tokens(ctx, in, longest, max_tokens)) return e;
-  if (p.min_tokens > max_tokens) {
-    return ApiError::bad_request(
-        fmt::format("'min_tokens' ({}) must not exceed max_tokens ({})", p.min_tokens, max_tokens),
-        "min_tokens");
-  }
+  if (auto e = check_server_limits(ctx, p)) return e;
+  // The request as the engine will run it: the parsed fields, max_tokens resolved once.
+  spec.request = p.request;
+  if (auto e = resolve_max_tokens(ctx, in, longest_prompt(in), spec.request.max_tokens)) return e;
+  if (auto e = check_with_engine(ctx, in, spec.request)) return e;
 
   if (auto e = charge_queued_bytes(ctx, p, in.prompts)) return e;
 
   int64_t reserve = 0;
   for (const auto& prompt : in.prompts) {
-    reserve += static_cast<int64_t>(prompt.tokens.size()) + int64_t{max_tokens} * p.n;
+    reserve += static_cast<int64_t>(prompt.tokens.size()) +
+               int64_t{spec.request.max_tokens} * spec.request.n;
   }
   spec.rate_client = ServerContext::rate_client(exchange);
   const auto decision = ctx.rate_limiter.admit(spec.rate_client, reserve);
@@ -186,13 +183,6 @@ std::optional<ApiError> prepare_generation(ServerContext& ctx, HttpExchange& exc
   spec.meta = {in.kind, (chat ? "chatcmpl-" : "cmpl-") + exchange.log().request_id, unix_seconds_now(),
                *model};
   spec.prompts = std::move(in.prompts);
-  spec.request.sampling = p.sampling;
-  spec.request.max_tokens = max_tokens;
-  spec.request.min_tokens = p.min_tokens;
-  spec.request.n = p.n;
-  spec.request.ignore_eos = p.ignore_eos;
-  spec.request.stop = p.stop;
-  spec.request.cache_salt = p.cache_salt;
   spec.stream = p.stream;
   spec.include_usage = p.include_usage;
   spec.logprobs = p.logprobs >= 0;

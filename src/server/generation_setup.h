@@ -1,6 +1,9 @@
-// From a parsed completions or chat request and its tokenized prompts to a JobSpec: checks
-// against the model (vocabulary, context) and the server's limits (max_tokens, n), resolves
-// defaults (max_tokens), and takes the rate limiter's allowance. Errors name the field.
+// From a parsed completions or chat request and its tokenized prompts to a JobSpec: the
+// server's own limits (max_tokens, n), max_tokens resolved against the context (once, into
+// the engine's request), then the engine's rules through Engine::check_request (prompt length
+// and tokens, sampling against the vocabulary, min_tokens, stop strings: one place, shared with
+// submission), then the queue and rate limiter's allowance. Errors name the field: the
+// engine's as Status::field(), never read from its message.
 #pragma once
 
 #include <optional>

@@ -159,31 +159,22 @@ Error read_sampling(const Json& o, SamplingParams& s) {
 }  // namespace
 
 Error read_generation_common(const Json& o, GenerationParams& p) {
-  p.sampling = openai_sampling_defaults();
+  p.request.sampling = openai_sampling_defaults();
   TALLY_API_TRY(read_string(o, "model", p.model));
   TALLY_API_TRY(read_int(o, "max_tokens", 1, kMaxInt32, p.max_tokens));
-  TALLY_API_TRY(read_sampling(o, p.sampling));
+  TALLY_API_TRY(read_sampling(o, p.request.sampling));
   std::optional<int64_t> n;
   TALLY_API_TRY(read_int(o, "n", 1, kMaxN, n));
-  if (n) p.n = static_cast<int32_t>(*n);
-  TALLY_API_TRY(read_stop(o, p.stop));
+  if (n) p.request.n = static_cast<int32_t>(*n);
+  TALLY_API_TRY(read_stop(o, p.request.stop));
   TALLY_API_TRY(read_bool(o, "stream", p.stream));
   TALLY_API_TRY(read_stream_options(o, p));
   TALLY_API_TRY(read_string(o, "user", p.user));
-  TALLY_API_TRY(read_string(o, "cache_salt", p.cache_salt));
-  TALLY_API_TRY(read_bool(o, "ignore_eos", p.ignore_eos));
+  TALLY_API_TRY(read_string(o, "cache_salt", p.request.cache_salt));
+  TALLY_API_TRY(read_bool(o, "ignore_eos", p.request.ignore_eos));
   std::optional<int64_t> min_tokens;
   TALLY_API_TRY(read_int(o, "min_tokens", 0, kMaxInt32, min_tokens));
-  if (min_tokens) p.min_tokens = static_cast<int32_t>(*min_tokens);
-  return std::nullopt;
-}
-
-Error check_generation_params(const GenerationParams& p) {
-  if (p.max_tokens && p.min_tokens > *p.max_tokens) {
-    return ApiError::bad_request(fmt::format("'min_tokens' ({}) must not exceed 'max_tokens' ({})",
-                                             p.min_tokens, *p.max_tokens),
-                                 "min_tokens");
-  }
+  if (min_tokens) p.request.min_tokens = static_cast<int32_t>(*min_tokens);
   return std::nullopt;
 }
 
@@ -248,8 +239,8 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
   TALLY_API_TRY(read_int(o, "logprobs", 0, kMaxLogprobs, logprobs));
   if (logprobs) {
     out.params.logprobs = static_cast<int32_t>(*logprobs);
-    out.params.sampling.logprobs = true;
-    out.params.sampling.top_logprobs = out.params.logprobs;
+    out.params.request.sampling.logprobs = true;
+    out.params.request.sampling.top_logprobs = out.params.logprobs;
   }
   if (const Json* suffix = find(o, "suffix")) {
     if (!suffix->is_string() || !suffix->get<std::string>().empty()) {
@@ -258,10 +249,9 @@ std::optional<ApiError> parse_completion_request(std::string_view body, Completi
   }
   std::optional<int64_t> best_of;
   TALLY_API_TRY(read_int(o, "best_of", 1, kMaxN, best_of));
-  if (best_of && *best_of != out.params.n) {
+  if (best_of && *best_of != out.params.request.n) {
     return ApiError::bad_request("'best_of' other than 'n' is not supported", "best_of");
   }
-  TALLY_API_TRY(check_generation_params(out.params));
   std::vector<std::string_view> known = kCommonFields;
   known.insert(known.end(), {"prompt", "echo", "suffix", "best_of"});
   collect_unknown(o, known, ignored);

@@ -14,26 +14,30 @@
 #include <variant>
 #include <vector>
 
+#include "engine/engine_types.h"
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
 #include "template/chat_template.h"
 
 namespace tally::server {
 
-// What completions and chat share.
+// What completions and chat share. The fields the engine runs on are read straight into
+// `request`, the engine's own request type, which goes on to the engine (and its RequestSpec
+// part to the scheduler) as it is; prepare_generation (generation_setup.h) only adds the
+// prompt and the resolved max_tokens, and judges it by the engine's rules
+// (Engine::check_request).
 struct GenerationParams {
   std::string model;                  // "" = not given (the first served name)
-  std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens
-  SamplingParams sampling;            // OpenAI defaults (temperature 1, top_p 1, no top_k)
-  int32_t n = 1;
-  int32_t min_tokens = 0;
-  bool ignore_eos = false;
-  std::vector<std::string> stop;
+  // max_tokens / max_completion_tokens as the client sent it (absent: a default, resolved
+  // against the context into request.max_tokens).
+  std::optional<int64_t> max_tokens;
+  // sampling (OpenAI defaults: temperature 1, top_p 1, no top_k), n, min_tokens, ignore_eos,
+  // stop, cache_salt (vLLM's field: only requests with the same salt share cached KV).
+  EngineRequest request;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   int32_t logprobs = -1;       // top log-probabilities per token; -1 = no logprobs
   std::string user;
-  std::string cache_salt;  // vLLM's field: only requests with the same salt share cached KV
 };
 
 // A prompt of a completions request: text, or token ids used as given.

@@ -43,7 +43,8 @@ struct ChatMessage {
 
   // An OpenAI chat message: {"role": "...", "content": "text" | [{"type": "text", "text":
   // "..."}, ...] | null, other keys -> extra}. Non-text parts (images, audio) are kUnsupported;
-  // a missing role or a content of another type is kInvalidArgument.
+  // a missing role or a content of another type is kInvalidArgument. Messages say what is
+  // wrong with the message; the caller says which message it is.
   static Result<ChatMessage> from_openai_json(const nlohmann::ordered_json& j);
   static Result<ChatMessage> from_openai_json(const nlohmann::json& j);
 };

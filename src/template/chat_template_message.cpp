@@ -8,11 +8,11 @@ namespace {
 
 template <typename Json>
 Result<ChatMessage> parse_message(const Json& j) {
-  if (!j.is_object()) return Status(ErrorCode::kInvalidArgument, "message: not a JSON object");
+  if (!j.is_object()) return Status(ErrorCode::kInvalidArgument, "not a JSON object");
   ChatMessage m;
   auto role = j.find("role");
   if (role == j.end() || !role->is_string()) {
-    return Status(ErrorCode::kInvalidArgument, "message: 'role' must be a string");
+    return Status(ErrorCode::kInvalidArgument, "'role' must be a string");
   }
   m.role = role->template get<std::string>();
   m.extra = nlohmann::ordered_json::object();
@@ -33,22 +33,22 @@ Result<ChatMessage> parse_message(const Json& j) {
   }
   if (!content->is_array()) {
     return Status(ErrorCode::kInvalidArgument,
-                  "message: 'content' must be a string, an array of parts or null");
+                  "'content' must be a string, an array of parts or null");
   }
   // Text parts joined by newlines, as vLLM and llama.cpp do for text-only templates.
   bool first = true;
   for (const auto& part : *content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
       return Status(ErrorCode::kInvalidArgument,
-                    "message: each content part needs a string 'type'");
+                    "each content part needs a string 'type'");
     }
     const std::string type = part["type"].template get<std::string>();
     if (type != "text") {
-      return make_error(ErrorCode::kUnsupported, "message: content part type '{}' is not supported",
+      return make_error(ErrorCode::kUnsupported, "content part type '{}' is not supported",
                         type);
     }
     if (!part.contains("text") || !part["text"].is_string()) {
-      return Status(ErrorCode::kInvalidArgument, "message: a text part needs a string 'text'");
+      return Status(ErrorCode::kInvalidArgument, "a text part needs a string 'text'");
     }
     if (!first) m.content += '\n';
     first = false;

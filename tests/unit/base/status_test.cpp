@@ -26,5 +26,17 @@ TEST(Status, ResultCarriesValueOrError) {
   EXPECT_EQ(bad.status().with_context("flag -n").message(), "flag -n: value -1 is not positive");
 }
 
+TEST(Status, FieldIsAValueThatContextKeeps) {
+  const Status bad = make_error(ErrorCode::kInvalidArgument, "top_p = 2 is out of range")
+                         .with_field("top_p");
+  EXPECT_EQ(bad.field(), "top_p");
+  EXPECT_EQ(bad.message(), "top_p = 2 is out of range");  // the field is not put in the text
+  const Status wrapped = bad.with_context("request 3");
+  EXPECT_EQ(wrapped.field(), "top_p");
+  EXPECT_EQ(wrapped.message(), "request 3: top_p = 2 is out of range");
+  EXPECT_EQ(make_error(ErrorCode::kIo, "disk").field(), "");
+  EXPECT_EQ(Status::ok_status().with_field("n").field(), "");  // success names no field
+}
+
 }  // namespace
 }  // namespace tally

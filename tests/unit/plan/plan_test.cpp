@@ -59,8 +59,8 @@ constexpr int64_t kToyActivations = 8 * 4 * 3          // token ids, positions, 
                                     + 8 * 8            // kv slots (i64)
                                     + 8 * 16           // block table views (spans)
                                     + 2 * 100 * 4      // logits [2][100]
-                                    + 2 * 64 * 4       // sequence tokens [2][64]
-                                    + 2 * 4 * 4;       // sequence block tables [2][4]
+                                    + 8 * 4            // step row tokens [8]
+                                    + 2 * 4 * 4;       // step block tables [2][4]
 
 TEST(ComputePlan, ToyLedgerByHand) {
   const PlanModel m = toy();

@@ -99,5 +99,22 @@ TEST(SchedulerFinishSample, CheckRequestMatchesAddRequest) {
   EXPECT_EQ(made->add_request(spec(1, 20, 100, 4)).code(), big.code());
 }
 
+TEST(SchedulerFinishSample, CheckRequestNamesTheFieldAsAValue) {
+  // The field at fault is part of the error (Status::field), not something to find in the
+  // message; add_request's "request ID: " context keeps it.
+  const SchedulerConfig c = config();
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 10, 8)).field(), "");
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 0, 8)).field(), "prompt");
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 128, 8)).field(), "prompt");
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 10, 0)).field(), "max_tokens");
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 10, 8, 5)).field(), "n");
+  EXPECT_EQ(Scheduler::check_request(c, spec(1, 20, 100, 4)).field(), "n");
+  auto made = Scheduler::create(c);
+  ASSERT_TRUE(made.ok());
+  const Status added = made->add_request(spec(7, 128, 8));
+  EXPECT_EQ(added.field(), "prompt");
+  EXPECT_NE(added.message().find("request 7"), std::string::npos) << added.message();
+}
+
 }  // namespace
 }  // namespace tally

@@ -47,7 +47,7 @@ TEST(StaticScheduler, BatchWaitsForItsSlowestMember) {
   d.step();
   ASSERT_EQ(d.out.scheduled.size(), 2u);
   EXPECT_EQ(s.kv().n_used_blocks(), 2 * 8);  // each reserved a whole context up front
-  EXPECT_EQ(d.out.new_seqs[0].block_table.size(), 8u);
+  EXPECT_EQ(d.out.block_table(d.out.scheduled[0]).size(), 8u);
   d.step();
   ASSERT_EQ(d.finished_order, std::vector<RequestId>{1});
   EXPECT_EQ(s.kv().n_used_blocks(), 8);  // freed at once

@@ -1,15 +1,17 @@
-// A stand-in for the runner and the model, for scheduler tests. It keeps per-sequence state
-// the way a real runner must (new sequences in full, block-table deltas, copies), stores in a
-// fake KV pool the token each slot holds, and before "sampling" reads every position of a row
-// back through its block table and checks that it is that sequence's history. Its model is a
-// hash of (request, sample, history), so a request's output is fixed by its own tokens alone:
-// toy_reference() computes it without any scheduler. The stop rules are the caller's (the
-// engine's, in tally): toy_finish() plays them for these tests, the same for both.
+// A stand-in for the runner and the model, for scheduler tests. Like the real runner it keeps
+// no per-sequence state: each step it takes every row's tokens and block table from the
+// output, applies the copies, stores in a fake KV pool the token each slot holds, and before
+// "sampling" reads every position of a row back through the row's block table and checks that
+// it is that sequence's history as the scheduler holds it. Its model is a hash of (request,
+// sample, history), so a request's output is fixed by its own tokens alone: toy_reference()
+// computes it without any scheduler. The stop rules are the caller's (the engine's, in tally):
+// toy_finish() plays them for these tests, the same for both.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -77,27 +79,13 @@ class ToyRunner {
   ToyRunner(int32_t n_blocks, int32_t block_size, int32_t vocab)
       : block_size_(block_size), vocab_(vocab), kv_(size_t(n_blocks) * block_size, -1) {}
 
-  size_t n_known_seqs() const { return seqs_.size(); }
+  // Sequences that were computed and not yet reported in freed_seq_ids: 0 once every request
+  // is gone, or a sequence was never reported freed (bookkeeping for that check only).
+  size_t n_unfreed_seqs() const { return unfreed_.size(); }
 
   // Runs one step; returns one token per sample slot. Fails the test on any broken contract.
-  std::vector<TokenId> step(const tally::SchedulerOutput& out) {
-    for (SeqId id : out.freed_seq_ids) seqs_.erase(id);
-    for (const tally::NewSeq& ns : out.new_seqs) {
-      EXPECT_EQ(seqs_.count(ns.seq_id), 0u) << "sequence " << ns.seq_id << " sent twice";
-      seqs_[ns.seq_id] = Seq{ns.tokens, ns.block_table};
-    }
-    for (const tally::ScheduledSeq& row : out.scheduled) {
-      if (row.new_seq >= 0) continue;
-      auto it = seqs_.find(row.seq_id);
-      if (it == seqs_.end()) {
-        ADD_FAILURE() << "delta for unknown sequence " << row.seq_id;
-        return {};
-      }
-      auto& table = it->second.table;
-      EXPECT_LE(row.table_keep, static_cast<int32_t>(table.size()));
-      table.resize(row.table_keep);
-      for (BlockId b : out.new_blocks(row)) table.push_back(b);
-    }
+  std::vector<TokenId> step(const tally::SchedulerOutput& out, const tally::Scheduler& sched) {
+    for (SeqId id : out.freed_seq_ids) unfreed_.erase(id);
     for (const tally::BlockCopy& c : out.block_copies) {
       for (int32_t i = 0; i < block_size_; ++i) {
         kv_[size_t(c.dst) * block_size_ + i] = kv_[size_t(c.src) * block_size_ + i];
@@ -105,19 +93,36 @@ class ToyRunner {
     }
     // All rows write, then all read: a row clobbering another's slots shows up.
     for (const tally::ScheduledSeq& row : out.scheduled) {
-      Seq& s = seqs_.at(row.seq_id);
-      EXPECT_LE(row.start + row.n_tokens, static_cast<int32_t>(s.tokens.size()));
-      for (int32_t p = row.start; p < row.start + row.n_tokens; ++p) *slot(s, p) = s.tokens[p];
+      unfreed_.insert(row.seq_id);
+      EXPECT_EQ(row.n_draft, 0) << "the toy runner does not verify drafts";
+      const auto tokens = out.tokens(row);
+      const auto table = out.block_table(row);
+      EXPECT_EQ(static_cast<int32_t>(tokens.size()), row.n_tokens);
+      for (int32_t p = row.start; p < row.start + row.n_tokens; ++p) {
+        TokenId* at = slot(table, p);
+        if (!at) {
+          ADD_FAILURE() << "sequence " << row.seq_id << " has no block for position " << p;
+          return {};
+        }
+        *at = tokens[p - row.start];
+      }
     }
     std::vector<std::vector<TokenId>> read(out.scheduled.size());
     for (size_t r = 0; r < out.scheduled.size(); ++r) {
       const tally::ScheduledSeq& row = out.scheduled[r];
-      const Seq& s = seqs_.at(row.seq_id);
+      const tally::Request* req = sched.find_request(row.request_id);
+      const tally::Sequence* seq = req ? find_seq(*req, row.seq_id) : nullptr;
+      if (!seq) {
+        ADD_FAILURE() << "row " << r << " is sequence " << row.seq_id << " the scheduler lacks";
+        return {};
+      }
+      EXPECT_LE(row.start + row.n_tokens, req->known_tokens(*seq));
       for (int32_t p = 0; p < row.start + row.n_tokens; ++p) {
-        const TokenId* at = slot(s, p);
-        if (!at || *at != s.tokens[p]) {
+        const TokenId* at = slot(out.block_table(row), p);
+        const TokenId want = req->token_at(*seq, p);
+        if (!at || *at != want) {
           ADD_FAILURE() << "sequence " << row.seq_id << " position " << p << " reads "
-                        << (at ? *at : -2) << ", history has " << s.tokens[p];
+                        << (at ? *at : -2) << ", history has " << want;
           return {};
         }
         read[r].push_back(*at);
@@ -126,31 +131,32 @@ class ToyRunner {
     std::vector<TokenId> sampled;
     for (const tally::SampleSlot& slot : out.samples) {
       const auto& hist = read.at(slot.row);
-      EXPECT_EQ(hist.size(), seqs_.at(out.scheduled[slot.row].seq_id).tokens.size())
+      const tally::Request* req = sched.find_request(slot.request_id);
+      EXPECT_EQ(static_cast<int32_t>(hist.size()),
+                req->known_tokens(req->samples[slot.seq_index]))
           << "sampled before the end of the known tokens";
       sampled.push_back(toy_model(slot.request_id, slot.seq_index, hist, vocab_));
-    }
-    for (size_t k = 0; k < sampled.size(); ++k) {
-      auto it = seqs_.find(out.samples[k].seq_id);
-      if (it != seqs_.end()) it->second.tokens.push_back(sampled[k]);
     }
     return sampled;
   }
 
  private:
-  struct Seq {
-    std::vector<TokenId> tokens;
-    std::vector<BlockId> table;
-  };
-  TokenId* slot(const Seq& s, int32_t pos) {
+  static const tally::Sequence* find_seq(const tally::Request& r, SeqId id) {
+    if (r.carrier.id == id) return &r.carrier;
+    for (const auto& s : r.samples) {
+      if (s.id == id) return &s;
+    }
+    return nullptr;
+  }
+  TokenId* slot(std::span<const BlockId> table, int32_t pos) {
     const size_t block = size_t(pos) / block_size_;
-    if (block >= s.table.size()) return nullptr;
-    return &kv_[size_t(s.table[block]) * block_size_ + pos % block_size_];
+    if (block >= table.size()) return nullptr;
+    return &kv_[size_t(table[block]) * block_size_ + pos % block_size_];
   }
 
   int32_t block_size_;
   int32_t vocab_;
-  std::unordered_map<SeqId, Seq> seqs_;
+  std::set<SeqId> unfreed_;
   std::vector<TokenId> kv_;  // [n_blocks][block_size] token whose KV each slot holds
 };
 
@@ -197,7 +203,7 @@ class ToyDriver {
       sum += row.n_tokens;
     }
     EXPECT_EQ(sum, out.n_tokens);
-    const std::vector<TokenId> sampled = runner_.step(out);
+    const std::vector<TokenId> sampled = runner_.step(out, sched_);
     ASSERT_EQ(sampled.size(), out.samples.size());
     sched_.update(out, sampled, finishes(sampled), events);
     for (const auto& e : events) {

@@ -203,6 +203,12 @@ TEST(Generation, ModelAndLimitErrors) {
   auto bad_bias = server.post("/v1/completions", R"({"prompt": "x", "logit_bias": {"99999": 1}})");
   EXPECT_EQ(bad_bias.status, 400);
   EXPECT_EQ(json::parse(bad_bias.body)["error"]["param"], "logit_bias");
+  // min_tokens over max_tokens: the engine's rule (check_engine_request), named by the field.
+  auto min_over_max =
+      server.post("/v1/completions", R"({"prompt": "x", "max_tokens": 4, "min_tokens": 5})");
+  EXPECT_EQ(min_over_max.status, 400);
+  EXPECT_NE(min_over_max.body.find("must not exceed"), std::string::npos) << min_over_max.body;
+  EXPECT_EQ(json::parse(min_over_max.body)["error"]["param"], "min_tokens");
   EXPECT_EQ(server.engine().submitted_count(), 0);
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/request_check.h"
 #include "io/gguf.h"
 #include "support/test_data.h"
 
@@ -25,6 +26,15 @@ FakeEngine::~FakeEngine() { shutdown(0); }
 void FakeEngine::set_script(Script script) {
   std::lock_guard lock(mutex_);
   script_ = std::move(script);
+}
+
+Status FakeEngine::check_request(const EngineRequest& request) const {
+  SchedulerConfig limits;
+  limits.max_model_len = max_model_len();
+  limits.max_seqs = 256;
+  limits.kv.n_blocks = 4096;
+  limits.kv.block_size = 16;
+  return check_engine_request(request, limits, tokenizer_->n_vocab());
 }
 
 Result<RequestId> FakeEngine::submit(EngineRequest request, EngineEventCallback on_event) {

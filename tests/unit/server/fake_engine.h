@@ -45,6 +45,8 @@ class FakeEngine final : public tally::Engine {
 
   void set_script(Script script);
 
+  // The real engine's rules (check_engine_request) for a 256-token context.
+  tally::Status check_request(const tally::EngineRequest& request) const override;
   tally::Result<tally::RequestId> submit(tally::EngineRequest request,
                                          tally::EngineEventCallback on_event) override;
   void cancel(tally::RequestId id) override;
