@@ -74,7 +74,8 @@ struct Plan {
   int64_t kv_bytes_per_token = 0;
   int64_t kv_bytes_per_token_all_ranks = 0;
   int64_t kv_block_bytes = 0;        // block_size tokens
-  int64_t blocks_per_sequence = 0;   // ceil(context / block_size)
+  int64_t blocks_per_sequence = 0;   // ceil(context / block_size); capped by the model's
+                                     // kv_window when every layer has one
   int64_t kv_bytes_requested = 0;    // concurrency whole sequences of `context` tokens
   // The host offload tier: floor(kv_offload_host_bytes / (block bytes + block_size token
   // ids)) blocks of that size (the engine's KvOffload::host_blocks_for, checked equal).
