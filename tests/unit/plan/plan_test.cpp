@@ -73,6 +73,7 @@ TEST(ComputePlan, FullWindowCapsTheKvOfASequence) {
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ(p->blocks_per_sequence, (20 - 1 + 8 + 15) / 16 + 1);  // 3
   EXPECT_EQ(p->kv_bytes_requested, 2 * 3 * 4096);
+  EXPECT_NE(plan_table(*p).find("256 tokens, a window of 20 on every layer"), std::string::npos) << plan_table(*p);
   // The runner's block tables still span the context.
   auto full = compute_plan(toy(), o);
   ASSERT_TRUE(full.ok());
