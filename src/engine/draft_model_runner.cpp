@@ -74,6 +74,7 @@ Result<std::unique_ptr<DraftModelRunner>> DraftModelRunner::create(
                       "(lower --max-model-len)",
                       path, model->config().context_length, config.max_model_len);
   }
+  model->use_context_length(config.max_model_len);  // LongRoPE's factor set
   const KvStorageShape shape = KvStorageShape::for_model(model->config(), config.n_blocks,
                                                          config.block_size, config.kv_type);
   TALLY_ASSIGN_OR_RETURN(KvStorage kv, KvStorage::create(shape));

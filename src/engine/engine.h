@@ -44,6 +44,9 @@ struct EngineConfig {
   int64_t kv_offload_disk = 0;      // bytes the disk tier may hold (with kv_offload_dir)
   bool swap_preemption = false;     // --preemption-mode swap: preempted blocks to the host tier
   SpecConfig spec;                  // speculative decoding (--speculative, docs/speculative.md)
+  // A model whose every layer has a sliding window (ModelConfig::full_window) drops the KV
+  // blocks behind it (kv/kv_cache_manager.h); true keeps them all (the tests' baseline).
+  bool keep_out_of_window_kv = false;
 };
 
 using EngineEventCallback = std::function<void(const EngineEvent&)>;

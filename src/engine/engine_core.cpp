@@ -16,7 +16,7 @@ namespace tally {
 
 namespace {
 
-SchedulerConfig scheduler_config(const EngineConfig& c, const EngineSizing& s) {
+SchedulerConfig scheduler_config(const EngineConfig& c, const EngineSizing& s, const ModelConfig& model) {
   SchedulerConfig sc;
   sc.policy = c.static_batching ? SchedulePolicy::kStatic : SchedulePolicy::kContinuous;
   sc.max_batched_tokens = c.max_batched_tokens;
@@ -26,6 +26,10 @@ SchedulerConfig scheduler_config(const EngineConfig& c, const EngineSizing& s) {
   sc.kv.n_blocks = s.n_blocks;
   sc.kv.block_size = c.block_size;
   sc.kv.enable_prefix_cache = c.prefix_cache;
+  // Every layer windowed: blocks behind the window are never read again. Not with a draft
+  // model, which reads the same block tables over its own layers (maybe unwindowed).
+  if (!c.keep_out_of_window_kv && !c.spec.has_draft_model())
+    sc.kv.sliding_window = static_cast<int32_t>(model.full_window());
   sc.swap_preemption = c.swap_preemption;
   sc.spec = c.spec;
   return sc;
@@ -90,7 +94,8 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(const EngineConfig& confi
   TALLY_ASSIGN_OR_RETURN(EngineSizing sizing,
                          engine_sizing(config, model->config(), plan_model,
                                        draft_plan_model ? &*draft_plan_model : nullptr));
-  TALLY_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(scheduler_config(config, sizing)));
+  model->use_context_length(sizing.max_model_len);  // LongRoPE's factor set
+  TALLY_ASSIGN_OR_RETURN(Scheduler scheduler, Scheduler::create(scheduler_config(config, sizing, model->config())));
   TALLY_ASSIGN_OR_RETURN(std::unique_ptr<BatchRunner> runner,
                          BatchRunner::create(*model, runner_config(config, sizing)));
   std::unique_ptr<DraftModelRunner> drafter;

@@ -80,6 +80,8 @@ class EngineCore {
   int n_threads() const { return pool_.n_threads(); }
   // The step-cost curve T(n) measured so far (speculation's adaptive rule reads it).
   const StepCostTable& step_cost() const { return sched_.step_cost(); }
+  // The scheduler's block tables (tests: dropped windows, invariants).
+  const KvCacheManager& kv() const { return sched_.kv(); }
 
   EngineCore(const EngineConfig& config, std::unique_ptr<Model> model,
              std::unique_ptr<Tokenizer> tokenizer, const EngineSizing& sizing,

@@ -43,6 +43,9 @@ Result<GgufHparams> gguf_read_hparams(const GgufFile& f) {
   TALLY_ASSIGN_OR_RETURN(h.head_dim,
                          gguf_arch_dim_or(f, arch, "attention.key_length", h.n_embd / h.n_heads));
   TALLY_ASSIGN_OR_RETURN(h.rope_dim, gguf_arch_dim_or(f, arch, "rope.dimension_count", h.head_dim));
+  if (arch == "llama" && f.find(gguf_arch_key(arch, "attention.sliding_window"))) {
+    TALLY_ASSIGN_OR_RETURN(h.full_window, gguf_arch_dim(f, arch, "attention.sliding_window"));
+  }
   return h;
 }
 

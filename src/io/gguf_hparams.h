@@ -25,6 +25,10 @@ struct GgufHparams {
   int64_t n_kv_heads = 0;      // <arch>.attention.head_count_kv, default n_heads
   int64_t head_dim = 0;        // <arch>.attention.key_length, default n_embd / n_heads
   int64_t rope_dim = 0;        // <arch>.rope.dimension_count, default head_dim
+  // The sliding window of an arch whose every layer is windowed when the file gives one:
+  // llama's <arch>.attention.sliding_window (Mistral 7B v0.1); 0: full attention. (Archs that
+  // mix windowed and global layers, gemma2/3, read their window in model/model_config.cpp.)
+  int64_t full_window = 0;
 };
 
 // The mixture-of-experts keys (llama.cpp's names); n_expert == 0 for a dense model.

@@ -11,8 +11,9 @@ namespace tally::io {
 
 namespace {
 
-constexpr std::array<std::string_view, 29> kNames = {
+constexpr std::array<std::string_view, 31> kNames = {
     "token_embd.weight",  "output_norm.weight", "output.weight",        "rope_freqs.weight",
+    "rope_factors_long.weight", "rope_factors_short.weight",
     "attn_norm.weight",   "attn_q.weight",      "attn_k.weight",        "attn_v.weight",
     "attn_q.bias",        "attn_k.bias",        "attn_v.bias",          "attn_q_norm.weight",
     "attn_k_norm.weight", "attn_output.weight", "post_attention_norm.weight",
@@ -39,6 +40,18 @@ std::string gguf_tensor_name(GgufTensor t, int64_t layer) {
   if (!gguf_tensor_per_block(t)) return std::string(name);
   TALLY_CHECK(layer >= 0, "tensor {} needs a block index", name);
   return fmt::format("{}{}.{}", kBlk, layer, name);
+}
+
+std::string gguf_expert_tensor_name(GgufTensor merged, int64_t layer, int64_t expert) {
+  std::string_view stem;
+  switch (merged) {
+    case GgufTensor::kFfnGateExps: stem = "ffn_gate"; break;
+    case GgufTensor::kFfnUpExps: stem = "ffn_up"; break;
+    case GgufTensor::kFfnDownExps: stem = "ffn_down"; break;
+    default: TALLY_CHECK(false, "tensor {} has no per-expert form", kNames[static_cast<size_t>(merged)]);
+  }
+  TALLY_CHECK(layer >= 0 && expert >= 0, "a per-expert tensor needs a block and an expert index");
+  return fmt::format("{}{}.{}.{}.weight", kBlk, layer, stem, expert);
 }
 
 std::optional<GgufTensorId> gguf_tensor_parse(std::string_view name) {

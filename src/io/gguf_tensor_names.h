@@ -16,6 +16,8 @@ enum class GgufTensor : uint8_t {
   kOutputNorm,  // output_norm.weight
   kOutput,      // output.weight
   kRopeFreqs,   // rope_freqs.weight
+  kRopeFactorsLong,   // rope_factors_long.weight  (phi3 LongRoPE: per-pair divisors, long context)
+  kRopeFactorsShort,  // rope_factors_short.weight (phi3 LongRoPE: within the original context)
   // per block: "blk.<layer>.<name>"
   kAttnNorm,    // attn_norm.weight
   kAttnQ,       // attn_q.weight
@@ -50,6 +52,11 @@ bool gguf_tensor_per_block(GgufTensor t);
 
 // "token_embd.weight"; "blk.3.attn_q.weight" for a per-block tensor (layer >= 0, checked).
 std::string gguf_tensor_name(GgufTensor t, int64_t layer = -1);
+
+// The per-expert tensor that older llama.cpp conversions of Mixtral wrote instead of a merged
+// 3-D one: kFfnGateExps / kFfnUpExps / kFfnDownExps of `layer` -> "blk.<layer>.ffn_gate.<expert>.weight"
+// (ffn_up, ffn_down), one [n_in, n_out] matrix per expert.
+std::string gguf_expert_tensor_name(GgufTensor merged, int64_t layer, int64_t expert);
 
 struct GgufTensorId {
   GgufTensor tensor = GgufTensor::kTokenEmbd;

@@ -15,6 +15,10 @@ Status KvCacheManager::validate(const KvCacheConfig& config) {
     return make_error(ErrorCode::kInvalidArgument, "kv: block size {} (must be > 0)",
                       config.block_size);
   }
+  if (config.sliding_window < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "kv: sliding window {} (must be >= 0)",
+                      config.sliding_window);
+  }
   if (!(config.watermark >= 0.0 && config.watermark < 1.0)) {
     return make_error(ErrorCode::kInvalidArgument, "kv: watermark {} (must be in [0, 1))",
                       config.watermark);
@@ -25,6 +29,7 @@ Status KvCacheManager::validate(const KvCacheConfig& config) {
 KvCacheManager::KvCacheManager(const KvCacheConfig& config)
     : pool_(config.n_blocks),
       block_size_(config.block_size),
+      sliding_window_(config.sliding_window),
       watermark_blocks_(static_cast<int32_t>(config.watermark * config.n_blocks)) {
   const Status valid = validate(config);
   TALLY_CHECK(valid.ok(), "{}", valid.to_string());
@@ -49,6 +54,24 @@ void KvCacheManager::release_block(BlockId block) {
   // Cached contents wait at the tail for a hit; an empty block is reused first.
   const bool keep = !prefix_ || prefix_->contains(block);
   pool_.unref(block, keep ? FreeEnd::kTail : FreeEnd::kHead);
+}
+
+void KvCacheManager::drop_behind_window(Seq& s, int32_t next_pos) {
+  if (sliding_window_ <= 0) return;
+  // The token at next_pos attends to next_pos - window + 1 ... next_pos; later ones to later.
+  const int64_t first_needed = int64_t{next_pos} - sliding_window_ + 1;
+  if (first_needed <= 0) return;
+  const auto dead = static_cast<int32_t>(std::min<int64_t>(first_needed / block_size_,
+                                                           static_cast<int64_t>(s.blocks.size())));
+  for (; s.n_dropped < dead; ++s.n_dropped) {
+    release_block(s.blocks[s.n_dropped]);
+    s.blocks[s.n_dropped] = kNoBlock;
+  }
+}
+
+int32_t KvCacheManager::num_dropped_blocks(SeqId seq) const {
+  const Seq* s = find(seq);
+  return s ? s->n_dropped : 0;
 }
 
 void KvCacheManager::force_prefix_key_for_test(std::optional<PrefixKey> key) {
@@ -124,7 +147,7 @@ void KvCacheManager::set_offload(KvOffload* offload) {
 void KvCacheManager::offload_sequence(SeqId seq) {
   if (!offload_) return;
   const Seq& s = get(seq);
-  for (int32_t i = 0; i < s.n_cached_blocks; ++i) {
+  for (int32_t i = s.n_dropped; i < s.n_cached_blocks; ++i) {
     if (prefix_->contains(s.blocks[i])) {
       offload_->store_copy(prefix_->info_of(s.blocks[i]), s.blocks[i]);
     }
@@ -196,7 +219,10 @@ void KvCacheManager::cache_full_blocks(SeqId seq, std::span<const int32_t> token
   Seq& s = get(seq);
   TALLY_CHECK(static_cast<int32_t>(tokens.size()) <= s.n_tokens,
               "kv: sequence {} caches {} tokens, it holds {}", seq, tokens.size(), s.n_tokens);
-  const int32_t n_full = static_cast<int32_t>(tokens.size()) / block_size_;
+  int32_t n_full = static_cast<int32_t>(tokens.size()) / block_size_;
+  // A chain through a dropped block cannot be rebuilt (after a truncate reset it): the
+  // sequence indexes nothing more.
+  if (s.n_cached_blocks < s.n_dropped) n_full = std::min(n_full, s.n_cached_blocks);
   for (int32_t i = s.n_cached_blocks; i < n_full; ++i) {
     const BlockId block = s.blocks[i];
     if (prefix_->contains(block)) {
@@ -288,6 +314,7 @@ Status KvCacheManager::append(SeqId seq, int32_t n_tokens, std::vector<BlockCopy
   }
   const int32_t want = blocks_for(int64_t{s.n_tokens} + n_tokens);
   while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(take_block());
+  drop_behind_window(s, s.n_tokens);  // the window of the first appended token
   s.n_tokens += n_tokens;
   n_seq_tokens_ += n_tokens;
   return Status::ok_status();
@@ -320,7 +347,8 @@ void KvCacheManager::fork(SeqId parent, SeqId child) {
   c.blocks.assign(p.blocks.begin(), p.blocks.begin() + blocks_for(p.n_tokens));
   c.n_cached_blocks = p.n_cached_blocks;
   c.chain = p.chain;
-  for (BlockId b : c.blocks) pool_.ref(b);
+  c.n_dropped = std::min(p.n_dropped, static_cast<int32_t>(c.blocks.size()));
+  for (int32_t i = c.n_dropped; i < static_cast<int32_t>(c.blocks.size()); ++i) pool_.ref(c.blocks[i]);
   n_seq_tokens_ += c.n_tokens;
   seqs_.emplace(child, std::move(c));
 }
@@ -329,6 +357,8 @@ void KvCacheManager::truncate(SeqId seq, int32_t n_tokens) {
   Seq& s = get(seq);
   TALLY_CHECK(n_tokens >= 0 && n_tokens <= s.n_tokens,
               "kv: truncate sequence {} to {} tokens, it has {}", seq, n_tokens, s.n_tokens);
+  TALLY_CHECK(s.n_dropped == 0 || int64_t{n_tokens} - sliding_window_ + 1 >= int64_t{s.n_dropped} * block_size_,
+              "kv: truncate sequence {} to {} tokens needs blocks dropped behind the window", seq, n_tokens);
   const int32_t keep = blocks_for(n_tokens);
   // Last block first, so the blocks nearest the prompt's start stay in the pool longest.
   while (static_cast<int32_t>(s.blocks.size()) > keep) {
@@ -347,12 +377,14 @@ void KvCacheManager::truncate(SeqId seq, int32_t n_tokens) {
   }
   n_seq_tokens_ -= s.n_tokens - n_tokens;
   s.n_tokens = n_tokens;
+  drop_behind_window(s, n_tokens);
 }
 
 void KvCacheManager::free(SeqId seq) {
   Seq& s = get(seq);
   // Reverse order: a sequence's tail is the least likely to be shared again (prefix cache).
-  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it) release_block(*it);
+  for (auto it = s.blocks.rbegin(); it != s.blocks.rend(); ++it)
+    if (*it != kNoBlock) release_block(*it);
   n_seq_tokens_ -= s.n_tokens;
   seqs_.erase(seq);
 }
@@ -370,7 +402,13 @@ Status KvCacheManager::check_invariants() const {
       return make_error(ErrorCode::kInternal, "kv: sequence {} has {} tokens in {} blocks", id,
                         s.n_tokens, s.blocks.size());
     }
-    for (BlockId b : s.blocks) {
+    for (int32_t i = 0; i < static_cast<int32_t>(s.blocks.size()); ++i) {
+      const BlockId b = s.blocks[i];
+      if ((b == kNoBlock) != (i < s.n_dropped)) {
+        return make_error(ErrorCode::kInternal, "kv: sequence {} has block {} at {} with {} dropped", id, b, i,
+                          s.n_dropped);
+      }
+      if (b == kNoBlock) continue;
       if (b < 0 || b >= pool_.n_blocks()) {
         return make_error(ErrorCode::kInternal, "kv: sequence {} holds bad block {}", id, b);
       }

@@ -19,6 +19,16 @@
 // copied down (kv/kv_offload.h); match_prefix continues in the tiers where the pool misses,
 // and adopt_prefix copies those blocks back into pool blocks (and indexes them again).
 //
+// Sliding window (config.sliding_window > 0: every layer of the model attends over the last
+// `sliding_window` positions only): a block whose positions all lie before the window of the
+// next token to compute is dropped, its table entry set to kNoBlock and the block released (an
+// indexed one stays in the prefix index like any released block: its KV is complete, and a hit
+// still needs the whole run from block 0). Dropping happens at the end of append(), for the
+// window of the sequence's first appended token (the count before the append), and at the end
+// of truncate(), for the new count: a rollback (speculation) never cuts below the count before
+// the last append, so no dropped block is needed again (truncate checks it). A sequence thus
+// holds at most ceil((window + appended tokens) / block_size) + 1 blocks.
+//
 // Watermark: admitting a NEW sequence must leave watermark_blocks() free, so that sequences
 // already running can still grow without being preempted at once (can_admit()).
 //
@@ -47,6 +57,7 @@ struct KvCacheConfig {
   int32_t block_size = 16;  // tokens per block
   double watermark = 0.01;  // fraction of n_blocks kept free when admitting new sequences
   bool enable_prefix_cache = false;  // index full blocks for reuse (see above)
+  int32_t sliding_window = 0;  // > 0: drop blocks behind every layer's window (see above)
 };
 
 // The longest cached run of full blocks at the start of some tokens: first in the pool, then
@@ -93,12 +104,16 @@ class KvCacheManager {
   int32_t n_used_blocks() const { return pool_.n_used(); }
   double usage() const;  // used / total, 0 for an empty pool
   int32_t watermark_blocks() const { return watermark_blocks_; }
+  int32_t sliding_window() const { return sliding_window_; }  // 0: no blocks are dropped
   // Blocks that n tokens occupy: ceil(n / block_size).
   int32_t blocks_for(int64_t n_tokens) const;
 
   bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
   int32_t num_tokens(SeqId seq) const;  // 0 for an unknown sequence
-  // Logical -> physical. Valid until the next call that changes this sequence.
+  // Leading logical blocks dropped behind the sliding window (their entries are kNoBlock).
+  int32_t num_dropped_blocks(SeqId seq) const;
+  // Logical -> physical (kNoBlock for dropped blocks). Valid until the next call that changes
+  // this sequence.
   std::span<const BlockId> block_table(SeqId seq) const;
   const BlockPool& pool() const { return pool_; }
 
@@ -171,6 +186,7 @@ class KvCacheManager {
     std::vector<BlockId> blocks;  // logical -> physical, >= blocks_for(n_tokens) entries
     int32_t n_tokens = 0;
     int32_t n_cached_blocks = 0;  // leading blocks known to the prefix index
+    int32_t n_dropped = 0;        // leading blocks dropped behind the window (kNoBlock)
     PrefixChain chain;            // the index's chain through block n_cached_blocks - 1
   };
   const Seq* find(SeqId seq) const;
@@ -180,6 +196,8 @@ class KvCacheManager {
   // The pool's next block, evicted from the prefix index first when it was cached there.
   BlockId take_block();
   void release_block(BlockId block);
+  // Drops the blocks of `s` behind the window of a token at position `next_pos` (sliding window).
+  void drop_behind_window(Seq& s, int32_t next_pos);
 
   // match_prefix's part below the pool: the tier hits from logical block `first` on.
   void match_tiers(std::span<const int32_t> tokens, std::string_view salt, int32_t first,
@@ -194,6 +212,7 @@ class KvCacheManager {
   std::optional<PrefixCache> prefix_;  // set when prefix caching is on
   KvOffload* offload_ = nullptr;       // set_offload()
   int32_t block_size_;
+  int32_t sliding_window_;
   int32_t watermark_blocks_;
   std::unordered_map<SeqId, Seq> seqs_;
   int64_t n_seq_tokens_ = 0;

@@ -1,5 +1,7 @@
 #include "model/batch.h"
 
+#include <algorithm>
+
 namespace tally {
 
 namespace {
@@ -7,10 +9,14 @@ namespace {
 Status validate_sequences(const Batch& b, const BatchLimits& lim) {
   for (size_t s = 0; s < b.seqs.size(); ++s) {
     const auto& table = b.seqs[s].block_table;
-    for (size_t i = 0; i < table.size(); ++i)
+    bool held = false;  // past the leading dropped (-1) entries
+    for (size_t i = 0; i < table.size(); ++i) {
+      if (table[i] == -1 && !held) continue;
+      held = true;
       if (table[i] < 0 || table[i] >= lim.n_blocks)
         return make_error(ErrorCode::kInvalidArgument, "batch: seqs[{}].block_table[{}] = {} is not a block (0..{})",
                           s, i, table[i], lim.n_blocks - 1);
+    }
   }
   return Status::ok_status();
 }
@@ -45,6 +51,12 @@ Status validate_batch(const Batch& b, const BatchLimits& lim) {
       return make_error(ErrorCode::kInvalidArgument,
                         "batch: tokens[{}] at position {} needs {} blocks but seqs[{}].block_table has {}", t,
                         b.positions[t], needed, b.seq_index[t], table.size());
+    // The first block the token reads (its window's); dropped entries lead, so those after it hold.
+    const int64_t first_read = lim.window > 0 ? std::max<int64_t>(0, b.positions[t] - lim.window + 1) : 0;
+    if (table[first_read / lim.block_size] < 0)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "batch: tokens[{}] at position {} reads seqs[{}].block_table[{}], which is dropped", t,
+                        b.positions[t], b.seq_index[t], first_read / lim.block_size);
   }
   if (b.logit_rows.size() > static_cast<size_t>(lim.max_tokens))
     return make_error(ErrorCode::kInvalidArgument, "batch: {} logit rows exceed the step's maximum of {}",

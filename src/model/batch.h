@@ -32,6 +32,10 @@ struct BatchLimits {
   int64_t n_blocks = 0;
   int64_t block_size = 0;
   int64_t max_tokens = 0;    // also bounds seqs and logit_rows
+  // Every layer's sliding window (0: none). Table entries wholly behind the window of every
+  // token of their sequence may be -1 (dropped by the KV manager; never read); -1 entries
+  // must lead the table.
+  int64_t window = 0;
 };
 
 // InvalidArgument naming the first offending field and index; ok when every token id,

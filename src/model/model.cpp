@@ -28,12 +28,19 @@ Model::Model(io::GgufFile gguf, ModelConfig config, ModelWeights weights, const 
       config_(std::move(config)),
       weights_(std::move(weights)),
       rope_freqs_(rope_frequencies(config_, weights_.rope_freqs)) {
+  use_context_length(config_.context_length);
   if (config_.arch->swa_rope_base > 0.0f) {  // gemma3's local layers: their own base, unscaled
     ModelConfig local = config_;
     local.rope_freq_base = config_.arch->swa_rope_base;
     local.rope_scaling = RopeScaling{};
     local_rope_freqs_ = rope_frequencies(local, {});
   }
+}
+
+void Model::use_context_length(int64_t max_seq_len) {
+  if (!config_.has_longrope) return;
+  const bool long_factors = max_seq_len > config_.rope_scaling.original_context_length;
+  rope_freqs_ = rope_frequencies(config_, long_factors ? weights_.rope_factors_long : weights_.rope_factors_short);
 }
 
 }  // namespace tally

@@ -49,6 +49,12 @@ class Model {
   const Backend& backend() const { return *backend_; }
   // [rope_dim/2] radians per position of each rotated pair, scaling included.
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
+  // The longest sequence this model will run (the engine's max_model_len; the trained
+  // context until told). It picks LongRoPE's factor set as llama.cpp picks it from its context
+  // size: rope_factors_long past the original context, else rope_factors_short; a no-op for
+  // other models. Call before the first forward(): one set for every request, so a request's
+  // output does not depend on its length or its neighbours.
+  void use_context_length(int64_t max_seq_len);
   // The same for the sliding-window layers of an arch with a rope base of their own (gemma3);
   // empty when they use rope_freqs().
   const std::vector<float>& local_rope_freqs() const { return local_rope_freqs_; }

@@ -36,6 +36,24 @@ struct KeyReader {
   }
 };
 
+Status read_yarn_keys(const KeyReader& r, RopeScaling& s) {
+  TALLY_ASSIGN_OR_RETURN(s.original_context_length, r.dim("rope.scaling.original_context_length"));
+  TALLY_ASSIGN_OR_RETURN(const double ext, r.gguf.get_float_or(r.key("rope.scaling.yarn_ext_factor"), 1.0));
+  if (!(ext >= 0.0 && ext <= 1.0))
+    return make_error(ErrorCode::kFormat, "model: key '{}' = {} must be in [0, 1]",
+                      r.key("rope.scaling.yarn_ext_factor"), ext);
+  s.ext_factor = static_cast<float>(ext);
+  TALLY_ASSIGN_OR_RETURN(s.beta_fast, r.positive_float_or("rope.scaling.yarn_beta_fast", 32.0));
+  TALLY_ASSIGN_OR_RETURN(s.beta_slow, r.positive_float_or("rope.scaling.yarn_beta_slow", 1.0));
+  if (!(s.beta_fast > s.beta_slow))
+    return make_error(ErrorCode::kFormat, "model: yarn rope scaling needs yarn_beta_fast {} > yarn_beta_slow {}",
+                      s.beta_fast, s.beta_slow);
+  TALLY_ASSIGN_OR_RETURN(const float yarn_attn, r.positive_float_or("rope.scaling.yarn_attn_factor", 1.0));
+  s.attn_factor *= yarn_attn;
+  if (s.ext_factor != 0.0f) s.attn_factor *= 1.0f + 0.1f * std::log(s.factor);
+  return Status::ok_status();
+}
+
 Status read_rope_scaling(const KeyReader& r, ModelConfig& c) {
   TALLY_ASSIGN_OR_RETURN(c.rope_scaling.factor, r.positive_float_or("rope.scaling.factor", 1.0));
   // Older files give a linear factor as rope.scale_linear.
@@ -43,6 +61,7 @@ Status read_rope_scaling(const KeyReader& r, ModelConfig& c) {
     TALLY_ASSIGN_OR_RETURN(c.rope_scaling.factor, r.positive_float_or("rope.scale_linear", 1.0));
     c.rope_scaling.type = RopeScalingType::kLinear;
   }
+  TALLY_ASSIGN_OR_RETURN(c.rope_scaling.attn_factor, r.positive_float_or("rope.scaling.attn_factor", 1.0));
   const bool llama3_keys = r.gguf.find(r.key("rope.scaling.low_freq_factor")) ||
                            r.gguf.find(r.key("rope.scaling.high_freq_factor"));
   std::string_view type = llama3_keys ? "llama3" : "none";
@@ -60,9 +79,46 @@ Status read_rope_scaling(const KeyReader& r, ModelConfig& c) {
     if (!(s.high_freq_factor > s.low_freq_factor))
       return make_error(ErrorCode::kFormat, "model: llama3 rope scaling needs high_freq_factor {} > low_freq_factor {}",
                         s.high_freq_factor, s.low_freq_factor);
+  } else if (type == "yarn") {
+    c.rope_scaling.type = RopeScalingType::kYarn;
+    TALLY_RETURN_IF_ERROR(read_yarn_keys(r, c.rope_scaling));
+  } else if (type == "longrope" || type == "su") {
+    c.has_longrope = true;  // the factors are tensors: read_longrope checks they are there
   } else if (type != "none") {
-    return make_error(ErrorCode::kUnsupported, "model: key '{}' = '{}' is not supported (none, linear, llama3)",
+    return make_error(ErrorCode::kUnsupported,
+                      "model: key '{}' = '{}' is not supported (none, linear, llama3, yarn, longrope)",
                       r.key("rope.scaling.type"), type);
+  }
+  return Status::ok_status();
+}
+
+// LongRoPE (phi3): both factor tensors, the original context they switch at, and the attention
+// factor of Hugging Face's Phi-3 when the file does not give one (llama.cpp's converter writes
+// rope.scaling.attn_factor).
+Status read_longrope(const KeyReader& r, ModelConfig& c) {
+  using io::GgufTensor;
+  const bool has_long = r.gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kRopeFactorsLong)) != nullptr;
+  const bool has_short = r.gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kRopeFactorsShort)) != nullptr;
+  if (!has_long && !has_short) {
+    if (c.has_longrope)
+      return make_error(ErrorCode::kNotFound, "model: tensor '{}' not found (key '{}' is longrope)",
+                        io::gguf_tensor_name(GgufTensor::kRopeFactorsLong), r.key("rope.scaling.type"));
+    return Status::ok_status();
+  }
+  if (has_long != has_short)
+    return make_error(ErrorCode::kNotFound, "model: tensor '{}' not found (LongRoPE needs both factor tensors)",
+                      io::gguf_tensor_name(has_long ? GgufTensor::kRopeFactorsShort : GgufTensor::kRopeFactorsLong));
+  if (c.has_rope_freqs || c.rope_scaling.type != RopeScalingType::kNone)
+    return make_error(ErrorCode::kUnsupported, "model: LongRoPE factor tensors with another rope scaling");
+  c.has_longrope = true;
+  auto& s = c.rope_scaling;
+  TALLY_ASSIGN_OR_RETURN(s.original_context_length,
+                         r.dim_or("rope.scaling.original_context_length", c.context_length));
+  if (!r.gguf.find(r.key("rope.scaling.attn_factor")) && c.context_length > s.original_context_length &&
+      s.original_context_length > 1) {
+    const double scale = static_cast<double>(c.context_length) / static_cast<double>(s.original_context_length);
+    s.attn_factor = static_cast<float>(
+        std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(s.original_context_length))));
   }
   return Status::ok_status();
 }
@@ -138,6 +194,7 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
   auto hparams = io::gguf_read_hparams(gguf);
   if (!hparams.ok()) return hparams.status().with_context("model");
   io::gguf_hparams_copy(*hparams, c);
+  c.sliding_window = hparams->full_window;  // gemma's pattern reads its own below
   TALLY_ASSIGN_OR_RETURN(const int64_t v_dim, r.dim_or("attention.value_length", c.head_dim));
   if (v_dim != c.head_dim)
     return make_error(ErrorCode::kUnsupported, "model: value_length {} differs from key_length {}", v_dim, c.head_dim);
@@ -166,6 +223,7 @@ Result<ModelConfig> model_config_from_gguf(const io::GgufFile& gguf) {
   }
   c.tied_output = gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kOutput)) == nullptr;
   c.has_rope_freqs = gguf.find_tensor(io::gguf_tensor_name(GgufTensor::kRopeFreqs)) != nullptr;
+  TALLY_RETURN_IF_ERROR(read_longrope(r, c));
   return c;
 }
 

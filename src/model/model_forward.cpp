@@ -112,7 +112,7 @@ class ForwardStep {
     a.block_tables = s_.tables;
     a.kv = kv_.layer_view(l);
     a.window = local ? c_.sliding_window : 0;
-    a.score_divisor = c_.attn_score_divisor;
+    a.score_divisor = c_.attention_divisor(local);
     a.softcap = c_.attn_softcap;
     be_.attention(a, pool_);
 
@@ -247,7 +247,7 @@ Status Model::forward(const Batch& batch, KvStorage& kv, ForwardScratch& scratch
                       ks.n_layers, ks.n_kv_heads, ks.head_dim, config_.n_layers, config_.n_kv_heads,
                       config_.head_dim);
   const BatchLimits limits{config_.n_vocab, config_.context_length, ks.n_blocks, ks.block_size,
-                           scratch.max_tokens()};
+                           scratch.max_tokens(), config_.full_window()};
   TALLY_RETURN_IF_ERROR(validate_batch(batch, limits));
   if (!batch.logit_rows.empty() && logits == nullptr)
     return make_error(ErrorCode::kInvalidArgument, "forward: {} logit rows requested but no logits buffer",

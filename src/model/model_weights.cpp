@@ -145,9 +145,22 @@ Status bind_experts(Binder& b, const ModelConfig& c, int64_t i, LayerWeights& l)
   using io::GgufTensor;
   const auto name = [i](GgufTensor t) { return io::gguf_tensor_name(t, i); };
   TALLY_ASSIGN_OR_RETURN(l.router, b.matrix(name(GgufTensor::kFfnGateInp), c.n_embd, c.n_expert, /*repack=*/false));
-  TALLY_ASSIGN_OR_RETURN(l.exp_gate, b.expert_matrices(name(GgufTensor::kFfnGateExps), c.n_embd, c.n_ff_exp, c.n_expert));
-  TALLY_ASSIGN_OR_RETURN(l.exp_up, b.expert_matrices(name(GgufTensor::kFfnUpExps), c.n_embd, c.n_ff_exp, c.n_expert));
-  TALLY_ASSIGN_OR_RETURN(l.exp_down, b.expert_matrices(name(GgufTensor::kFfnDownExps), c.n_ff_exp, c.n_embd, c.n_expert));
+  // Older Mixtral conversions store one 2-D tensor per expert (blk.N.ffn_gate.E.weight): the
+  // same matrices, bound one by one.
+  const bool per_expert = !b.has(name(GgufTensor::kFfnGateExps)) &&
+                          b.has(io::gguf_expert_tensor_name(GgufTensor::kFfnGateExps, i, 0));
+  const auto experts = [&](GgufTensor t, int64_t n_in, int64_t n_out) -> Result<std::vector<WeightMatrix>> {
+    if (!per_expert) return b.expert_matrices(name(t), n_in, n_out, c.n_expert);
+    std::vector<WeightMatrix> out;
+    for (int64_t e = 0; e < c.n_expert; ++e) {
+      TALLY_ASSIGN_OR_RETURN(WeightMatrix m, b.matrix(io::gguf_expert_tensor_name(t, i, e), n_in, n_out));
+      out.push_back(m);
+    }
+    return out;
+  };
+  TALLY_ASSIGN_OR_RETURN(l.exp_gate, experts(GgufTensor::kFfnGateExps, c.n_embd, c.n_ff_exp));
+  TALLY_ASSIGN_OR_RETURN(l.exp_up, experts(GgufTensor::kFfnUpExps, c.n_embd, c.n_ff_exp));
+  TALLY_ASSIGN_OR_RETURN(l.exp_down, experts(GgufTensor::kFfnDownExps, c.n_ff_exp, c.n_embd));
   if (c.n_ff_shexp > 0) {
     TALLY_ASSIGN_OR_RETURN(l.shexp_gate_inp, b.row_matrix(name(GgufTensor::kFfnGateInpShexp), c.n_embd));
     TALLY_ASSIGN_OR_RETURN(l.w_gate, b.matrix(name(GgufTensor::kFfnGateShexp), c.n_embd, c.n_ff_shexp));
@@ -220,11 +233,18 @@ Result<ModelWeights> bind_weights(const io::GgufFile& gguf, const ModelConfig& c
   } else {
     TALLY_ASSIGN_OR_RETURN(w.output, b.matrix(name(GgufTensor::kOutput), c.n_embd, c.n_vocab));
   }
-  if (c.has_rope_freqs) {
-    TALLY_ASSIGN_OR_RETURN(w.rope_freqs, b.vector(name(GgufTensor::kRopeFreqs), c.rope_dim / 2));
-    for (float f : w.rope_freqs)
+  // Per-pair frequency divisors: positive and finite, or a clear error.
+  const auto bind_factors = [&](GgufTensor t, std::span<const float>& out) -> Status {
+    TALLY_ASSIGN_OR_RETURN(out, b.vector(name(t), c.rope_dim / 2));
+    for (float f : out)
       if (!(f > 0.0f) || !std::isfinite(f))
-        return make_error(ErrorCode::kFormat, "model: tensor 'rope_freqs.weight' holds {}, expected positive factors", f);
+        return make_error(ErrorCode::kFormat, "model: tensor '{}' holds {}, expected positive factors", name(t), f);
+    return Status::ok_status();
+  };
+  if (c.has_rope_freqs) TALLY_RETURN_IF_ERROR(bind_factors(GgufTensor::kRopeFreqs, w.rope_freqs));
+  if (c.has_longrope) {
+    TALLY_RETURN_IF_ERROR(bind_factors(GgufTensor::kRopeFactorsLong, w.rope_factors_long));
+    TALLY_RETURN_IF_ERROR(bind_factors(GgufTensor::kRopeFactorsShort, w.rope_factors_short));
   }
   w.layers.reserve(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) {

@@ -52,6 +52,8 @@ struct ModelWeights {
   std::span<const float> output_norm;  // [n_embd]
   WeightMatrix output;               // [n_vocab][n_embd]; == token_embd when tied
   std::span<const float> rope_freqs;  // [rope_dim/2] frequency divisors, or empty
+  std::span<const float> rope_factors_long;   // [rope_dim/2] LongRoPE divisors, or empty
+  std::span<const float> rope_factors_short;  // [rope_dim/2]
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> owned;  // storage of converted vectors (spans point here)
   std::vector<std::unique_ptr<PreparedWeights>> repacked;  // storage of repacked matrices

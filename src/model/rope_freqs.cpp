@@ -1,5 +1,6 @@
 #include "model/rope_freqs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -20,6 +21,22 @@ float llama3_scale(float freq, const RopeScaling& s) {
   return static_cast<float>((1.0 - smooth) * freq / s.factor + smooth * freq);
 }
 
+// YaRN's blend for pair i: the fraction of the original (extrapolated) frequency kept, 1 for
+// pairs below the low correction dim (fast: many turns over the original context), 0 above the
+// high one (slow), linear in between; times ext_factor.
+double yarn_extrapolation_mix(int64_t i, int64_t rope_dim, float base, const RopeScaling& s) {
+  // The pair index that turns `turns` times over the original context.
+  const auto corr_dim = [&](double turns) {
+    return static_cast<double>(rope_dim) *
+           std::log(static_cast<double>(s.original_context_length) / (turns * 2.0 * std::numbers::pi)) /
+           (2.0 * std::log(static_cast<double>(base)));
+  };
+  const double low = std::max(0.0, std::floor(corr_dim(s.beta_fast)));
+  const double high = std::min(static_cast<double>(rope_dim - 1), std::ceil(corr_dim(s.beta_slow)));
+  const double y = (static_cast<double>(i) - low) / std::max(0.001, high - low);
+  return (1.0 - std::clamp(y, 0.0, 1.0)) * s.ext_factor;
+}
+
 }  // namespace
 
 std::vector<float> rope_frequencies(const ModelConfig& c, std::span<const float> freq_factors) {
@@ -34,6 +51,10 @@ std::vector<float> rope_frequencies(const ModelConfig& c, std::span<const float>
       f /= freq_factors[i];
     else if (c.rope_scaling.type == RopeScalingType::kLlama3)
       f = llama3_scale(f, c.rope_scaling);
+    if (c.rope_scaling.type == RopeScalingType::kYarn) {
+      const double mix = yarn_extrapolation_mix(i, c.rope_dim, c.rope_freq_base, c.rope_scaling);
+      f = static_cast<float>(f * ((1.0 - mix) / c.rope_scaling.factor + mix));
+    }
     freqs[i] = f;
   }
   return freqs;

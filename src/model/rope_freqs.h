@@ -10,6 +10,12 @@
 //                        short ones (< original_ctx / high_freq_factor) kept, and the band in
 //                        between interpolated with s = (original_ctx / wavelength - low) / (high - low):
 //                        freq = (1 - s) * freq / factor + s * freq.
+//   LongRoPE (phi3)      freq[i] /= factors[i], rope_factors_long or _short (Model picks)
+//   YaRN                 freq = (1 - mix) * freq / factor + mix * freq, mix = ext_factor x a
+//                        ramp over the pair index from 1 below the pair that turns beta_fast
+//                        times in the original context (floor) to 0 above the one that turns
+//                        beta_slow times (ceil), as the YaRN paper and llama.cpp's ggml_rope_ext.
+//                        Its attention factor is not a frequency: ModelConfig::attention_divisor.
 #pragma once
 
 #include <span>
@@ -19,7 +25,7 @@
 
 namespace tally {
 
-// freq_factors: rope_freqs.weight ([rope_dim/2]) or empty.
+// freq_factors: rope_freqs.weight or the LongRoPE factors ([rope_dim/2]), or empty.
 std::vector<float> rope_frequencies(const ModelConfig& config, std::span<const float> freq_factors);
 
 }  // namespace tally

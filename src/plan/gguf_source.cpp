@@ -32,6 +32,8 @@ TensorRole role_of(io::GgufTensor tensor) {
     case GgufTensor::kFfnUp: return TensorRole::kFfnUp;
     case GgufTensor::kFfnDown: return TensorRole::kFfnDown;
     case GgufTensor::kRopeFreqs:
+    case GgufTensor::kRopeFactorsLong:
+    case GgufTensor::kRopeFactorsShort:
     case GgufTensor::kAttnQkv: return TensorRole::kOther;  // phi3's fused q/k/v: not split yet
     // Experts split like a dense ffn (each expert's rows over the ranks); routers whole.
     case GgufTensor::kFfnGateExps:
@@ -64,6 +66,7 @@ Status read_hparams(const io::GgufFile& f, PlanModel& m) {
   if (!h.ok()) return h.status().with_context(f.name());
   m.architecture = h->arch;
   io::gguf_hparams_copy(*h, m);
+  m.kv_window = h->full_window;
   auto moe = io::gguf_read_moe_hparams(f, h->arch, h->n_ff);
   if (!moe.ok()) return moe.status().with_context(f.name());
   m.n_expert = moe->n_expert;

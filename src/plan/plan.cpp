@@ -151,7 +151,8 @@ void add_activations(const PlanModel& m, Plan& p) {
   s.n_logit_rows = std::min(s.n_rows * (1 + o.draft_tokens), p.step_tokens);
   s.n_seqs = o.concurrency;
   s.context = o.context;
-  s.blocks_per_seq = p.blocks_per_sequence;
+  s.blocks_per_seq = ceil_div(p.options.context, p.options.block_size);  // the runner's table
+                                                                        // width (windows too)
   s.n_embd = m.n_embd;
   s.n_heads = p.heads_per_rank;
   s.n_kv_heads = p.kv_heads_per_rank;
@@ -174,6 +175,13 @@ Status add_kv(const PlanModel& m, Plan& p) {
   p.kv_block_bytes = o.block_size * p.kv_bytes_per_token;
   p.pool_block_bytes = o.block_size * (p.kv_bytes_per_token + (p.draft ? p.draft->kv_bytes_per_token : 0));
   p.blocks_per_sequence = ceil_div(o.context, o.block_size);
+  if (m.kv_window > 0) {
+    // Blocks behind the window are dropped (kv/kv_cache_manager.h): a sequence holds those from
+    // its window's first position through the last token of its step (a prefill chunk of up
+    // to batch_tokens), one more where the window starts mid-block.
+    const int64_t step = std::min(o.batch_tokens, o.context);
+    p.blocks_per_sequence = std::min(p.blocks_per_sequence, ceil_div(m.kv_window - 1 + step, o.block_size) + 1);
+  }
   const __int128 requested =
       static_cast<__int128>(o.concurrency) * p.blocks_per_sequence * p.pool_block_bytes;
   if (requested > INT64_MAX / 4)
@@ -204,6 +212,7 @@ void add_capacity(const PlanModel& m, Plan& p) {
   p.token_capacity = p.n_blocks * o.block_size;
   p.max_concurrency = p.n_blocks / p.blocks_per_sequence;
   p.max_context = std::min(p.n_blocks / o.concurrency * o.block_size, m.context_length);
+  if (m.kv_window > 0 && p.n_blocks / o.concurrency >= p.blocks_per_sequence) p.max_context = m.context_length;
   p.fits = p.kv_bytes_requested <= p.kv_budget_bytes;
   if (!p.fits) p.shortfall_bytes = p.kv_bytes_requested - p.kv_budget_bytes;
 }

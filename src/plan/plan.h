@@ -90,7 +90,8 @@ struct Plan {
   // What one pool block costs: kv_block_bytes plus the draft model's KV for the same
   // tokens (= kv_block_bytes without a draft model). Blocks are counted in these.
   int64_t pool_block_bytes = 0;
-  int64_t blocks_per_sequence = 0;   // ceil(context / block_size)
+  int64_t blocks_per_sequence = 0;   // ceil(context / block_size); capped by the model's
+                                     // kv_window when every layer has one
   int64_t kv_bytes_requested = 0;    // concurrency whole sequences of `context` tokens (pool blocks)
   // The host offload tier: floor(kv_offload_host_bytes / (block bytes + block_size token
   // ids)) blocks of that size (the engine's KvOffload::host_blocks_for, checked equal).

@@ -64,6 +64,8 @@ struct PlanModel {
   int64_t n_ff = 0;
   int64_t n_vocab = 0;
   int64_t context_length = 0;  // the trained context
+  int64_t kv_window = 0;       // every layer's sliding window (llama with one): the KV a
+                               // sequence holds is capped (kv/kv_cache_manager.h); 0: none
   bool tied_embeddings = false;
   bool qkv_bias = false;                // Qwen2-style biases on q, k, v
   bool qk_norm = false;                 // Qwen3-style per-head RMSNorm weights of q and k

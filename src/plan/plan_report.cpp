@@ -122,7 +122,9 @@ void kv_section(std::string& out, const Plan& p) {
     row(out, "per block", format_bytes(p.kv_block_bytes), fmt::format("{} tokens", o.block_size));
   }
   row(out, "blocks per sequence", grouped(p.blocks_per_sequence),
-      fmt::format("{} tokens", o.context));
+      p.model.kv_window > 0 && p.blocks_per_sequence * o.block_size < o.context
+          ? fmt::format("{} tokens, a window of {} on every layer", o.context, p.model.kv_window)
+          : fmt::format("{} tokens", o.context));
   if (p.has_budget && p.model_fits) {
     row(out, "blocks", grouped(p.n_blocks));
     row(out, "token capacity", grouped(p.token_capacity), "tokens");

@@ -67,6 +67,41 @@ TEST_F(BatchValidation, EachBadFieldIsNamed) {
   const std::vector<tally::BatchSequence> seqs = {{bad_table}};
   b.seqs = seqs;
   expect_invalid(b, "block_table[1] = 999");
+
+  // Dropped (-1) entries: only leading ones, and never one a token reads (no window here:
+  // every token reads from block 0).
+  const std::vector<int32_t> hole = {0, -1, 1, 2};
+  const std::vector<tally::BatchSequence> hole_seqs = {{hole}};
+  b = runner_->make_batch({{0, 0, {1}}});
+  b.seqs = hole_seqs;
+  expect_invalid(b, "block_table[1] = -1");
+  const std::vector<int32_t> dropped = {-1, 0, 1, 2};
+  const std::vector<tally::BatchSequence> dropped_seqs = {{dropped}};
+  b = runner_->make_batch({{0, 9, {1}}});
+  b.seqs = dropped_seqs;
+  expect_invalid(b, "reads seqs[0].block_table[0], which is dropped");
+}
+
+// With a window on every layer, entries wholly behind every token's window may be dropped.
+TEST(BatchWindow, DroppedEntriesBehindTheWindowAreAccepted) {
+  TinySpec s;
+  s.extra = [](tally::io::GgufWriter& w) { w.set_u32("llama.attention.sliding_window", 5); };
+  const auto bytes = make_tiny_gguf(s);
+  auto m = tally::Model::from_gguf(std::move(tally::io::GgufFile::parse(bytes)).value());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  ModelRunner runner(**m, 4, 1, 2, 16, 3, /*max_tokens=*/8);
+  std::vector<float> logits;
+  // Position 9 reads 5..9: blocks 1 and 2 of 4 tokens; block 0 may be dropped.
+  const std::vector<int32_t> dropped = {-1, 0, 1, 2};
+  const std::vector<tally::BatchSequence> seqs = {{dropped}};
+  tally::Batch b = runner.make_batch({{0, 9, {1}}});
+  b.seqs = seqs;
+  EXPECT_TRUE(runner.try_step(b, logits).ok());
+  b = runner.make_batch({{0, 7, {1}}});  // position 7 reads 3..7: block 0 too
+  b.seqs = seqs;
+  const auto st = runner.try_step(b, logits);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("which is dropped"), std::string::npos) << st.to_string();
 }
 
 TEST_F(BatchValidation, MismatchedCacheOrScratchIsRejected) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "arch_check.h"
@@ -213,6 +214,34 @@ TEST(Moe, BadFilesAreClearErrors) {
   s = qwen3moe_case().spec;
   s.arch = "qwen3";
   expect_error_naming(s, "qwen3.expert_count");
+}
+
+// Older llama.cpp conversions of Mixtral wrote blk.N.ffn_{gate,up,down}.E.weight per expert:
+// the same values loaded from that form give the same logits, bit for bit (f32 views, and q8_0
+// repacked per expert), as the merged *_exps form.
+TEST(Moe, PerExpertMixtralTensorsMatchTheMergedForm) {
+  for (const tally::DType type : {tally::DType::kF32, tally::DType::kQ8_0}) {
+    SCOPED_TRACE(tally::dtype_name(type));
+    MoeCase c = mixtral_case();
+    c.spec.matrix_type = type;
+    c.spec.n_embd = 64;  // rows of whole q8_0 blocks
+    c.spec.n_ff = 32;
+    const LoadedTinyModel merged = load_tiny_model(c.spec);
+    c.spec.split_experts = true;
+    const LoadedTinyModel split = load_tiny_model(c.spec);
+    ASSERT_TRUE(merged.model && split.model);
+    ASSERT_EQ(split.model->gguf().find_tensor("blk.0.ffn_gate_exps.weight"), nullptr);
+    ASSERT_NE(split.model->gguf().find_tensor("blk.1.ffn_down.3.weight"), nullptr);
+    ModelRunner a(*merged.model, 4, 2, 1, 20, 0), b(*split.model, 4, 2, 1, 20, 0);
+    const auto want = a.step({{0, 0, kTokens}});
+    const auto got = b.step({{0, 0, kTokens}});
+    ASSERT_EQ(want.size(), got.size());
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+  }
+  MoeCase c = mixtral_case();
+  c.spec.split_experts = true;
+  c.spec.skip_tensors = {"blk.1.ffn_up.2.weight"};
+  expect_error_naming(c.spec, "blk.1.ffn_up.2.weight");
 }
 
 // The routing on its own: 3 tokens over 4 experts, top 2.

@@ -63,7 +63,46 @@ std::vector<float> RefModel::matvec(const std::vector<float>& w, const std::vect
   return out;
 }
 
+// YaRN as Hugging Face's _compute_yarn_parameters writes it: the correction range from the
+// dims that turn beta_fast / beta_slow times over the original context, a linear ramp between
+// them over the pair index, the extrapolated frequency where the ramp is 0 and the
+// interpolated one (divided by the factor) where it is 1.
+void RefModel::rope_scaled(float* vec, int n_heads, int pos) const {
+  const int hs = s_.head_size, half = hs / 2;
+  std::vector<double> freq(half);
+  for (int i = 0; i < half; ++i) freq[i] = 1.0 / std::pow(static_cast<double>(s_.freq_base), 2.0 * i / hs);
+  if (!s_.rope_divisors.empty())
+    for (int i = 0; i < half; ++i) freq[i] /= s_.rope_divisors[i];
+  if (s_.yarn_factor > 0) {
+    const auto correction_dim = [&](double rotations) {
+      return hs * std::log(s_.yarn_orig_ctx / (rotations * 2 * M_PI)) / (2 * std::log(static_cast<double>(s_.freq_base)));
+    };
+    const double low = std::max(std::floor(correction_dim(s_.yarn_beta_fast)), 0.0);
+    double high = std::min(std::ceil(correction_dim(s_.yarn_beta_slow)), hs - 1.0);
+    if (low == high) high += 0.001;
+    for (int i = 0; i < half; ++i) {
+      const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+      const double extrapolation = (1 - ramp) * s_.yarn_ext_factor;
+      freq[i] = freq[i] / s_.yarn_factor * (1 - extrapolation) + freq[i] * extrapolation;
+    }
+  }
+  for (int h = 0; h < n_heads; ++h) {
+    float* head = vec + h * hs;
+    for (int i = 0; i < half; ++i) {
+      const double angle = pos * freq[i];
+      const double c = std::cos(angle) * s_.rope_mscale, sn = std::sin(angle) * s_.rope_mscale;
+      float& a = s_.neox ? head[i] : head[2 * i];
+      float& b = s_.neox ? head[i + half] : head[2 * i + 1];
+      const double v0 = a, v1 = b;
+      a = static_cast<float>(v0 * c - v1 * sn);
+      b = static_cast<float>(v0 * sn + v1 * c);
+    }
+  }
+}
+
 void RefModel::rope(float* vec, int n_heads, int pos, bool local) const {
+  if (!local && (s_.yarn_factor > 0 || !s_.rope_divisors.empty() || s_.rope_mscale != 1))
+    return rope_scaled(vec, n_heads, pos);
   const int hs = s_.head_size;
   const float base = local && s_.local_freq_base > 0 ? s_.local_freq_base : s_.freq_base;
   const float linear = local ? 1.0f : s_.rope_linear_factor;
@@ -111,7 +150,8 @@ void RefModel::attend(int l, int pos, const std::vector<float>& q, std::vector<f
 }
 
 bool RefModel::local_layer(int l) const {
-  return s_.swa_period > 0 && s_.window > 0 && l % s_.swa_period != s_.swa_period - 1;
+  if (s_.window <= 0) return false;
+  return s_.all_local || (s_.swa_period > 0 && l % s_.swa_period != s_.swa_period - 1);
 }
 
 void RefModel::attention_block(int l, int pos, std::vector<float>& x) {

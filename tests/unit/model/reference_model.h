@@ -25,8 +25,15 @@ struct RefSpec {
   bool post_norms = false;   // post_attention_norm / post_ffw_norm on the block outputs
   int swa_period = 0;        // layer l local when l % swa_period != swa_period - 1
   int window = 0;            // local layers see the last `window` positions
+  bool all_local = false;    // every layer is local (llama with a window)
   float local_freq_base = 0;     // local layers' rope base (0: freq_base)
   float rope_linear_factor = 1;  // global layers' frequencies divided by this
+  // Long-context rope scaling of the global layers, computed in f64 (Hugging Face's formulas):
+  std::vector<double> rope_divisors{};  // LongRoPE: frequency i divided by rope_divisors[i]
+  double yarn_factor = 0;             // YaRN (0: none), with its original context and betas
+  int yarn_orig_ctx = 0;
+  double yarn_beta_fast = 32, yarn_beta_slow = 1, yarn_ext_factor = 1;
+  double rope_mscale = 1;  // cos and sin times this (YaRN's / LongRoPE's attention factor)
   double score_divisor = 0;  // 0: sqrt(head_size)
   double attn_softcap = 0;   // scores -> cap * tanh(score / cap)
   double final_softcap = 0;  // logits -> cap * tanh(logit / cap)
@@ -49,6 +56,8 @@ class RefModel {
   std::vector<float> rows(const std::string& name, int first, int n_rows, int n_in) const;
   std::vector<float> matvec(const std::vector<float>& w, const std::vector<float>& x, int n_out) const;
   void rope(float* vec, int n_heads, int pos, bool local) const;
+  // The scaled path of rope(): frequencies and angles in f64.
+  void rope_scaled(float* vec, int n_heads, int pos) const;
   bool local_layer(int layer) const;
   void attention_block(int layer, int pos, std::vector<float>& x);
   void ffn_block(int layer, std::vector<float>& x) const;

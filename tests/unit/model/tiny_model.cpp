@@ -25,6 +25,31 @@ class Builder {
   }
   void tensor(const std::string& name, DType type, std::vector<int64_t> dims, float mean, float stddev) {
     if (s_.skip_tensors.count(name)) return;
+    const auto st = w_.add_tensor(name, type, dims, random_bytes(type, dims, mean, stddev));
+    EXPECT_TRUE(st.ok()) << st.to_string();
+  }
+  void matrix(const std::string& name, int64_t n_in, int64_t n_out) {
+    tensor(name, s_.matrix_type, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
+  }
+  // n_expert matrices [n_out][n_in] one after another: ggml dims [n_in, n_out, n_expert]; with
+  // split_experts the same values as one [n_in, n_out] tensor per expert, named by `split`.
+  void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert,
+               const std::function<std::string(int64_t)>& split) {
+    const float stddev = 1.0f / std::sqrt(static_cast<float>(n_in));
+    if (!s_.split_experts) return tensor(name, s_.matrix_type, {n_in, n_out, n_expert}, 0.0f, stddev);
+    const auto bytes = random_bytes(s_.matrix_type, {n_in, n_out, n_expert}, 0.0f, stddev);
+    const size_t per_expert = bytes.size() / static_cast<size_t>(n_expert);
+    for (int64_t e = 0; e < n_expert; ++e) {
+      if (s_.skip_tensors.count(split(e))) continue;
+      const auto st = w_.add_tensor(split(e), s_.matrix_type, {n_in, n_out},
+                                    {bytes.data() + e * per_expert, per_expert});
+      EXPECT_TRUE(st.ok()) << st.to_string();
+    }
+  }
+  tally::io::GgufWriter& writer() { return w_; }
+
+ private:
+  std::vector<uint8_t> random_bytes(DType type, const std::vector<int64_t>& dims, float mean, float stddev) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     std::normal_distribution<float> dist(mean, stddev);
@@ -32,19 +57,9 @@ class Builder {
     for (auto& v : values) v = dist(rng_);
     std::vector<uint8_t> bytes(tally::dtype_row_bytes(type, n));
     tally::quantize_row(type, values.data(), bytes.data(), n);
-    const auto st = w_.add_tensor(name, type, dims, bytes);
-    EXPECT_TRUE(st.ok()) << st.to_string();
+    return bytes;
   }
-  void matrix(const std::string& name, int64_t n_in, int64_t n_out) {
-    tensor(name, s_.matrix_type, {n_in, n_out}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
-  }
-  // n_expert matrices [n_out][n_in] one after another: ggml dims [n_in, n_out, n_expert].
-  void experts(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert) {
-    tensor(name, s_.matrix_type, {n_in, n_out, n_expert}, 0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
-  }
-  tally::io::GgufWriter& writer() { return w_; }
 
- private:
   const TinySpec& s_;
   std::mt19937 rng_;
   tally::io::GgufWriter w_;
@@ -54,9 +69,12 @@ class Builder {
 void add_moe_ffn(Builder& b, const TinySpec& s, const std::string& p) {
   const int64_t n_ff_exp = s.n_ff_exp > 0 ? s.n_ff_exp : s.n_ff;
   b.matrix(p + "ffn_gate_inp.weight", s.n_embd, s.n_expert);
-  b.experts(p + "ffn_gate_exps.weight", s.n_embd, n_ff_exp, s.n_expert);
-  b.experts(p + "ffn_up_exps.weight", s.n_embd, n_ff_exp, s.n_expert);
-  b.experts(p + "ffn_down_exps.weight", n_ff_exp, s.n_embd, s.n_expert);
+  const auto split = [&p](const char* stem) {
+    return [&p, stem](int64_t e) { return p + stem + "." + std::to_string(e) + ".weight"; };
+  };
+  b.experts(p + "ffn_gate_exps.weight", s.n_embd, n_ff_exp, s.n_expert, split("ffn_gate"));
+  b.experts(p + "ffn_up_exps.weight", s.n_embd, n_ff_exp, s.n_expert, split("ffn_up"));
+  b.experts(p + "ffn_down_exps.weight", n_ff_exp, s.n_embd, s.n_expert, split("ffn_down"));
   if (s.n_ff_shexp > 0) {
     b.tensor(p + "ffn_gate_inp_shexp.weight", DType::kF32, {s.n_embd}, 0.0f, 0.3f);
     b.matrix(p + "ffn_gate_shexp.weight", s.n_embd, s.n_ff_shexp);

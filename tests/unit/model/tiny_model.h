@@ -37,6 +37,8 @@ struct TinySpec {
   int64_t n_expert_used = 0;
   int64_t n_ff_exp = 0;    // 0: no expert_feed_forward_length key (the experts are n_ff wide)
   int64_t n_ff_shexp = 0;
+  bool split_experts = false;  // one blk.N.ffn_{gate,up,down}.E.weight per expert (old Mixtral
+                               // conversions), same values as the merged *_exps form
   tally::DType vector_type = tally::DType::kF32;  // of norms and biases
   tally::DType matrix_type = tally::DType::kF32;  // of the block matrices
   uint32_t seed = 1;

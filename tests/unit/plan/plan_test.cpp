@@ -62,6 +62,36 @@ constexpr int64_t kToyActivations = 8 * 4 * 3          // token ids, positions, 
                                     + 8 * 4            // step row tokens [8]
                                     + 2 * 4 * 4;       // step block tables [2][4]
 
+// Every layer windowed (llama with a sliding window): a sequence holds the blocks from its
+// window's start through its step's last token, at most ceil((window - 1 + batch) / block) + 1.
+TEST(ComputePlan, FullWindowCapsTheKvOfASequence) {
+  PlanModel m = toy();
+  m.kv_window = 20;
+  PlanOptions o = toy_options();
+  o.context = 256;  // 16 blocks of 16 without the window
+  auto p = compute_plan(m, o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(p->blocks_per_sequence, (20 - 1 + 8 + 15) / 16 + 1);  // 3
+  EXPECT_EQ(p->kv_bytes_requested, 2 * 3 * 4096);
+  EXPECT_NE(plan_table(*p).find("256 tokens, a window of 20 on every layer"), std::string::npos) << plan_table(*p);
+  // The runner's block tables still span the context.
+  auto full = compute_plan(toy(), o);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->blocks_per_sequence, 16);
+  EXPECT_EQ(p->activation_bytes, full->activation_bytes);
+  // With a budget, any context fits once each sequence has its window's blocks.
+  o.budget = p->required_bytes;
+  p = compute_plan(m, o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->fits);
+  EXPECT_EQ(p->max_context, 256);
+  EXPECT_EQ(p->max_concurrency, 2);
+  m.kv_window = 1000;  // wider than the context: no cap
+  p = compute_plan(m, o);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->blocks_per_sequence, 16);
+}
+
 TEST(ComputePlan, ToyLedgerByHand) {
   const PlanModel m = toy();
   EXPECT_EQ(m.n_params(), kToyParams);
