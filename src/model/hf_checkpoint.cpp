@@ -153,10 +153,12 @@ Result<HfConvertSummary> convert(const std::string& dir, std::optional<DType> ty
   TALLY_RETURN_IF_ERROR(write_chat_template(dir, tok_config, w));
 
   if (metadata_only) return summary;
-  if (!summary.info.rope_freqs.empty()) {
-    const auto& f = summary.info.rope_freqs;
-    TALLY_RETURN_IF_ERROR(w.add_tensor("rope_freqs.weight", DType::kF32, {static_cast<int64_t>(f.size())},
-                                       {reinterpret_cast<const uint8_t*>(f.data()), f.size() * sizeof(float)}));
+  for (const auto& [name, f] : {std::pair<const char*, const std::vector<float>*>{"rope_freqs.weight", &summary.info.rope_freqs},
+                                {"rope_factors_long.weight", &summary.info.rope_factors_long},
+                                {"rope_factors_short.weight", &summary.info.rope_factors_short}}) {
+    if (f->empty()) continue;
+    TALLY_RETURN_IF_ERROR(w.add_tensor(name, DType::kF32, {static_cast<int64_t>(f->size())},
+                                       {reinterpret_cast<const uint8_t*>(f->data()), f->size() * sizeof(float)}));
     ++summary.n_tensors;
   }
   for (HfTensorPlan& p : plans) {

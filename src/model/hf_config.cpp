@@ -113,6 +113,56 @@ std::vector<float> llama3_rope_factors(const json& s, double base, int64_t dim) 
   return out;
 }
 
+// YaRN: the keys llama.cpp's converter writes. The model multiplies its attention factor by
+// (1 + 0.1 ln factor) itself, so an explicit attention_factor is stored divided by that.
+Status read_yarn(const json& s, const json& config, const std::string& arch, io::GgufWriter& w) {
+  TALLY_ASSIGN_OR_RETURN(const double factor, float_field(s, "factor", 1.0));
+  if (!(factor > 0.0)) return field_error("rope_scaling.factor", s["factor"], "a positive number");
+  TALLY_ASSIGN_OR_RETURN(const int64_t ctx, int_field(config, "max_position_embeddings", 0));
+  TALLY_ASSIGN_OR_RETURN(const int64_t orig, int_field(s, "original_max_position_embeddings",
+                                                       static_cast<int64_t>(static_cast<double>(ctx) / factor)));
+  if (orig <= 0)
+    return make_error(ErrorCode::kFormat, "config.json: yarn rope_scaling needs original_max_position_embeddings");
+  TALLY_ASSIGN_OR_RETURN(const double beta_fast, float_field(s, "beta_fast", 32.0));
+  TALLY_ASSIGN_OR_RETURN(const double beta_slow, float_field(s, "beta_slow", 1.0));
+  w.set_string(arch + ".rope.scaling.type", "yarn");
+  w.set_f32(arch + ".rope.scaling.factor", static_cast<float>(factor));
+  w.set_u32(arch + ".rope.scaling.original_context_length", static_cast<uint32_t>(orig));
+  w.set_f32(arch + ".rope.scaling.yarn_beta_fast", static_cast<float>(beta_fast));
+  w.set_f32(arch + ".rope.scaling.yarn_beta_slow", static_cast<float>(beta_slow));
+  if (const json* a = find(s, "attention_factor"); a != nullptr && !a->is_null()) {
+    TALLY_ASSIGN_OR_RETURN(const double attn, float_field(s, "attention_factor", 1.0));
+    if (!(attn > 0.0)) return field_error("rope_scaling.attention_factor", *a, "a positive number");
+    w.set_f32(arch + ".rope.scaling.attn_factor", static_cast<float>(attn / (1.0 + 0.1 * std::log(factor))));
+  }
+  return Status::ok_status();
+}
+
+// phi3's LongRoPE: the two factor lists become rope_factors_long/short.weight (one factor per
+// rotated pair), the attention factor a key when the config gives one.
+Status read_longrope(const json& s, int64_t rope_dim, io::GgufWriter& w, HfModelInfo& info) {
+  for (const char* name : {"long_factor", "short_factor"}) {
+    const json* f = find(s, name);
+    if (f == nullptr || !f->is_array() || static_cast<int64_t>(f->size()) != rope_dim / 2)
+      return make_error(ErrorCode::kFormat, "config.json: rope_scaling.{} must be a list of {} numbers", name,
+                        rope_dim / 2);
+    std::vector<float>& out = std::string_view(name) == "long_factor" ? info.rope_factors_long
+                                                                       : info.rope_factors_short;
+    for (const json& v : *f) {
+      if (!v.is_number() || !(v.get<double>() > 0.0))
+        return make_error(ErrorCode::kFormat, "config.json: rope_scaling.{} holds {}, not a positive number", name,
+                          v.dump());
+      out.push_back(static_cast<float>(v.get<double>()));
+    }
+  }
+  w.set_string(info.arch + ".rope.scaling.type", "longrope");
+  if (const json* a = find(s, "attention_factor"); a != nullptr && !a->is_null()) {
+    TALLY_ASSIGN_OR_RETURN(const double attn, float_field(s, "attention_factor", 1.0));
+    w.set_f32(info.arch + ".rope.scaling.attn_factor", static_cast<float>(attn));
+  }
+  return Status::ok_status();
+}
+
 Status read_rope_scaling(const json& config, const std::string& arch, double base, int64_t rope_dim,
                          io::GgufWriter& w, HfModelInfo& info) {
   const json* s = find(config, "rope_scaling");
@@ -130,9 +180,12 @@ Status read_rope_scaling(const json& config, const std::string& arch, double bas
     info.rope_freqs = llama3_rope_factors(*s, base, rope_dim);
     return Status::ok_status();
   }
+  if (type == "yarn") return read_yarn(*s, config, arch, w);
+  if ((type == "longrope" || type == "su") && arch == "phi3") return read_longrope(*s, rope_dim, w, info);
   return make_error(ErrorCode::kUnsupported,
-                    "config.json: rope_scaling type '{}' is not supported for {} yet (none, linear, llama3)", type,
-                    info.hf_arch);
+                    "config.json: rope_scaling type '{}' is not supported for {} (none, linear, llama3, "
+                    "yarn; longrope for phi3)",
+                    type, info.hf_arch);
 }
 
 // Gemma's sliding window, soft-caps and query scale.
@@ -233,6 +286,13 @@ Result<HfModelInfo> hf_config_to_gguf(const json& c, const std::string& name, io
   info.gemma_norms = gemma;
   info.fused = arch == "phi3";
   info.qk_norm = arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3";
+  // Mistral-style llama: one window on every layer (null or absent: none).
+  if (arch == "llama") {
+    if (const json* sw = find(c, "sliding_window"); sw != nullptr && !sw->is_null()) {
+      TALLY_ASSIGN_OR_RETURN(const int64_t window, int_field(c, "sliding_window"));
+      if (window < n_ctx) w.set_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(window));
+    }
+  }
   if ((arch == "qwen2" || arch == "qwen2moe") && bool_field(c, "use_sliding_window", false).ok() && *bool_field(c, "use_sliding_window", false))
     return make_error(ErrorCode::kUnsupported, "config.json: {} with use_sliding_window", info.hf_arch);
 

@@ -2,7 +2,7 @@
 // the same model (general.architecture and the <arch>.* keys), plus what the tensor mapping
 // (hf_tensors.h) needs to know about the model. The architecture comes from "architectures"
 // (else "model_type"); one that tally does not run, a rope_scaling type the model cannot carry
-// yet (yarn, longrope, dynamic), or a feature tally lacks (Qwen2's use_sliding_window, Gemma
+// (dynamic, longrope outside phi3), or a feature tally lacks (Qwen2's use_sliding_window, Gemma
 // 3's other local rope base) is one kUnsupported error naming it.
 #pragma once
 
@@ -37,6 +37,8 @@ struct HfModelInfo {
   bool qkv_bias = false;
   bool tied = false;           // tie_word_embeddings: no output.weight
   std::vector<float> rope_freqs;  // llama3 rope scaling: rope_freqs.weight (empty: none)
+  std::vector<float> rope_factors_long;   // phi3 LongRoPE: rope_factors_long.weight (empty: none)
+  std::vector<float> rope_factors_short;  // phi3 LongRoPE: rope_factors_short.weight
 };
 
 // Reads `config` and writes the model's keys (not the tokenizer's, not general.file_type) into

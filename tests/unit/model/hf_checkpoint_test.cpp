@@ -302,10 +302,71 @@ TEST_F(HfCheckpointErrors, UnknownTensor) {
 }
 
 TEST_F(HfCheckpointErrors, UnsupportedRopeScaling) {
-  write({1, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}}});
-  expect_error("rope_scaling type 'yarn' is not supported", tally::ErrorCode::kUnsupported);
-  write({1, {{"rope_scaling", {{"type", "longrope"}}}}});
+  write({1, {{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}}}});
+  expect_error("rope_scaling type 'dynamic' is not supported", tally::ErrorCode::kUnsupported);
+  write({1, {{"rope_scaling", {{"type", "longrope"}}}}});  // longrope is phi3's only
   expect_error("rope_scaling type 'longrope'", tally::ErrorCode::kUnsupported);
+}
+
+// YaRN's fields become llama.cpp's keys; an explicit attention_factor is the final multiplier.
+TEST_F(HfCheckpointErrors, YarnRopeScalingReachesTheModelConfig) {
+  write({1, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32},
+                              {"beta_fast", 16.0}, {"beta_slow", 2.0}}}}});
+  auto m = tally::Model::load(dir_);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const tally::RopeScaling& r = (*m)->config().rope_scaling;
+  EXPECT_EQ(r.type, tally::RopeScalingType::kYarn);
+  EXPECT_EQ(r.factor, 4.0f);
+  EXPECT_EQ(r.original_context_length, 32);
+  EXPECT_EQ(r.beta_fast, 16.0f);
+  EXPECT_EQ(r.beta_slow, 2.0f);
+  EXPECT_NEAR(r.attn_factor, 1.0 + 0.1 * std::log(4.0), 1e-6);
+  write({1, {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32},
+                              {"attention_factor", 1.5}}}}});
+  m = tally::Model::load(dir_);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_NEAR((*m)->config().rope_scaling.attn_factor, 1.5, 1e-6);
+}
+
+// phi3's long_factor/short_factor lists become the LongRoPE factor tensors.
+TEST_F(HfCheckpointErrors, PhiLongRopeFactorsBecomeTensors) {
+  spec_ = base_spec("phi3");
+  spec_.fused = true;  // phi3 checkpoints fuse qkv and gate/up
+  SetUp();
+  const int64_t pairs = spec_.head_dim / 2;
+  std::vector<double> long_f(static_cast<size_t>(pairs)), short_f(static_cast<size_t>(pairs));
+  for (int64_t i = 0; i < pairs; ++i) {
+    long_f[static_cast<size_t>(i)] = 1.0 + static_cast<double>(i);
+    short_f[static_cast<size_t>(i)] = 1.0 + 0.5 * static_cast<double>(i);
+  }
+  write({1, {{"original_max_position_embeddings", 16},
+             {"rope_scaling", {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}}}}});
+  auto m = tally::Model::load(dir_);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_TRUE((*m)->config().has_longrope);
+  const tally::io::GgufTensorInfo* t = (*m)->gguf().find_tensor("rope_factors_long.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->dims, (std::vector<int64_t>{pairs}));
+  std::vector<float> f(static_cast<size_t>(pairs));
+  std::memcpy(f.data(), t->data, f.size() * 4);
+  for (int64_t i = 0; i < pairs; ++i) EXPECT_EQ(f[static_cast<size_t>(i)], static_cast<float>(long_f[static_cast<size_t>(i)]));
+  ASSERT_NE((*m)->gguf().find_tensor("rope_factors_short.weight"), nullptr);
+  long_f.pop_back();
+  write({1, {{"original_max_position_embeddings", 16},
+             {"rope_scaling", {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}}}}});
+  expect_error("rope_scaling.long_factor must be a list of", tally::ErrorCode::kFormat);
+}
+
+// Mistral's sliding_window windows every layer of a llama model; null means none.
+TEST_F(HfCheckpointErrors, MistralSlidingWindowWindowsEveryLayer) {
+  write({1, {{"sliding_window", 8}}});
+  auto m = tally::Model::load(dir_);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->config().full_window(), 8);
+  write({1, {{"sliding_window", nullptr}}});
+  m = tally::Model::load(dir_);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->config().full_window(), 0);
 }
 
 TEST_F(HfCheckpointErrors, BadShapeIsNamed) {
