@@ -84,6 +84,11 @@ struct Server::Impl {
     name_pool_threads(prompt_workers, std::max(1, config.prompt_workers), "tally-prompt-");
     http.set_head_check([this](const HttpRequest& head) { return check_head(head); });
   }
+  // A server that never ran (e.g. listen() failed) still has its naming tasks queued: join
+  // lets every worker take one before the pool's own destructor stops it. Stopping first
+  // would let a worker exit without its task while another waits on the latch for ever.
+  // (join after join is a no-op.)
+  ~Impl() { prompt_workers.join(); }
 
   std::optional<HeadRefusal> check_head(const HttpRequest& head);
   void begin_drain();
