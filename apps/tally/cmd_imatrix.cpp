@@ -4,16 +4,14 @@
 // format for a .dat path; io/imatrix_file.h). The text is evaluated as `tally perplexity`
 // does (chunks of --ctx tokens from an empty cache), and that perplexity is printed too.
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "eval_text.h"
 #include "perf/imatrix_collector.h"
 #include "perf/perplexity.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tally::cli {
 
@@ -28,20 +26,14 @@ struct ImatrixArgs {
 };
 
 int run_imatrix(ImatrixArgs args) {
-  std::ifstream in(args.text_path, std::ios::binary);
-  if (!in) return report_error(make_error(ErrorCode::kNotFound, "imatrix: cannot read {}", args.text_path));
-  const std::string text{std::istreambuf_iterator<char>(in), {}};
-  auto model = load_model(args.model);
-  if (!model.ok()) return report_error(model.status());
-  auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
-  if (!tokenizer.ok()) return report_error(tokenizer.status());
-  const std::vector<int32_t> tokens = (*tokenizer)->encode(text, /*add_special=*/true, /*parse_special=*/false);
   perf::PerplexityOptions o = args.options;
-  if ((*tokenizer)->add_bos() && (*tokenizer)->bos() >= 0) o.bos = (*tokenizer)->bos();
-  perf::ImatrixCollector collector(**model, args.process_output);
+  auto eval = load_eval_text("imatrix", args.model, args.text_path, o);
+  if (!eval.ok()) return report_error(eval.status());
+  const std::unique_ptr<Model>& model = eval->model;
+  const std::vector<int32_t>& tokens = eval->tokens;
+  perf::ImatrixCollector collector(*model, args.process_output);
   o.observer = &collector;
-  o.on_chunk = [](int64_t done, int64_t, double ppl) { fmt::print(stderr, "[{}]{:.4f},", done, ppl); };
-  auto r = perf::perplexity(**model, tokens, o);
+  auto r = perf::perplexity(*model, tokens, o);
   fmt::print(stderr, "\n");
   if (!r.ok()) return report_error(r.status().with_context("imatrix"));
   const io::Imatrix m = collector.result({std::filesystem::path(args.text_path).filename().string()},

@@ -2,16 +2,14 @@
 //   [--kl-divergence-base FILE [--kl-divergence]]: llama.cpp's perplexity (perf/perplexity.h)
 // of a model over a text file, and the KL divergence against a base model's saved
 // distributions (perf/kl_divergence.h).
-#include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "eval_text.h"
 #include "perf/kl_divergence.h"
 #include "perf/perplexity.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tally::cli {
 
@@ -33,20 +31,14 @@ void print_kld(const perf::KldSummary& k, double ppl) {
 }
 
 int run_perplexity(PerplexityArgs args) {
-  std::ifstream in(args.text_path, std::ios::binary);
-  if (!in) return report_error(make_error(ErrorCode::kNotFound, "perplexity: cannot read {}", args.text_path));
-  const std::string text{std::istreambuf_iterator<char>(in), {}};
-  auto model = load_model(args.model);
-  if (!model.ok()) return report_error(model.status());
-  auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
-  if (!tokenizer.ok()) return report_error(tokenizer.status());
   // As llama-perplexity: the whole text tokenized once, with BOS when the model adds one, and
-  // each chunk's first token replaced by BOS then.
-  const std::vector<int32_t> tokens = (*tokenizer)->encode(text, /*add_special=*/true, /*parse_special=*/false);
+  // each chunk's first token replaced by BOS then (eval_text.h).
   perf::PerplexityOptions o = args.options;
-  if ((*tokenizer)->add_bos() && (*tokenizer)->bos() >= 0) o.bos = (*tokenizer)->bos();
-  o.on_chunk = [](int64_t done, int64_t, double ppl) { fmt::print(stderr, "[{}]{:.4f},", done, ppl); };
-  const perf::KldHeader header{(*model)->config().n_vocab, o.n_ctx, tokens};
+  auto eval = load_eval_text("perplexity", args.model, args.text_path, o);
+  if (!eval.ok()) return report_error(eval.status());
+  const std::unique_ptr<Model>& model = eval->model;
+  const std::vector<int32_t>& tokens = eval->tokens;
+  const perf::KldHeader header{model->config().n_vocab, o.n_ctx, tokens};
   std::unique_ptr<perf::KldBaseWriter> base;
   std::unique_ptr<perf::KldComparer> compare;
   if (args.kld) {
@@ -60,7 +52,7 @@ int run_perplexity(PerplexityArgs args) {
     base = std::move(*w);
     o.on_row = [&base](std::span<const float> logits, int32_t) { return base->add_row(logits); };
   }
-  auto r = perf::perplexity(**model, tokens, o);
+  auto r = perf::perplexity(*model, tokens, o);
   fmt::print(stderr, "\n");
   if (!r.ok()) return report_error(r.status());
   fmt::print("PPL = {:.4f} +/- {:.4f} ({} chunks of {} tokens, {} tokens scored, {} in the text)\n", r->ppl,
