@@ -2,7 +2,9 @@
 // (imatrix_file.h).
 #include "io/imatrix_file.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -60,6 +62,12 @@ Status check_entry_values(const std::string& file, const std::string& name, cons
   for (float c : e.counts)
     if (!(std::isfinite(c) && c >= 0.0f))
       return make_error(ErrorCode::kFormat, "imatrix {}: '{}' holds a negative or non-finite count", file, name);
+  // Every mean (sum / count) must be a float too: it is what the quantizer weighs by and what
+  // the legacy format stores.
+  for (int64_t mat = 0; mat < e.n_mat; ++mat)
+    for (float v : e.importance(mat))
+      if (!std::isfinite(v))
+        return make_error(ErrorCode::kFormat, "imatrix {}: '{}' has a mean square past the float range", file, name);
   return Status::ok_status();
 }
 
@@ -183,8 +191,14 @@ std::vector<uint8_t> imatrix_to_legacy_bytes(const Imatrix& m) {
   std::vector<uint8_t> out;
   append_i32(out, static_cast<int32_t>(m.entries.size()));
   // One call count per entry: the chunks; values are mean squares times it (as llama.cpp's).
-  const auto ncall = static_cast<int32_t>(std::max<uint32_t>(1, m.chunk_count));
+  const uint32_t chunks = std::min<uint32_t>(m.chunk_count, INT32_MAX);
   for (const auto& [name, e] : m.entries) {
+    // An entry whose means times the chunk count leave the float range says one call instead
+    // (readers divide by it: the same means).
+    int32_t ncall = static_cast<int32_t>(std::max<uint32_t>(1, chunks));
+    for (int64_t mat = 0; mat < e.n_mat && ncall > 1; ++mat)
+      for (float v : e.importance(mat))
+        if (!std::isfinite(v * static_cast<float>(ncall))) ncall = 1;
     append_i32(out, static_cast<int32_t>(name.size()));
     out.insert(out.end(), name.begin(), name.end());
     append_i32(out, ncall);
@@ -197,7 +211,7 @@ std::vector<uint8_t> imatrix_to_legacy_bytes(const Imatrix& m) {
       }
     }
   }
-  append_i32(out, static_cast<int32_t>(m.chunk_count));
+  append_i32(out, static_cast<int32_t>(chunks));
   const std::string dataset = m.datasets.empty() ? std::string() : m.datasets.front();
   append_i32(out, static_cast<int32_t>(dataset.size()));
   out.insert(out.end(), dataset.begin(), dataset.end());
