@@ -46,18 +46,9 @@ Status DraftModelRunner::check_vocabulary(const Tokenizer& target, const Tokeniz
 
 int64_t DraftModelRunner::buffer_bytes_for(const ModelConfig& draft, const DraftRunnerConfig& c) {
   // plan/activations.h is the one home of these sizes (`tally plan --draft-model` prints them).
-  plan::ActivationShape s;
+  plan::ActivationShape s = BatchRunner::model_activation_shape(draft);
   s.n_tokens = c.max_tokens;
   s.n_rows = draft_max_rows(c);
-  s.n_embd = draft.n_embd;
-  s.n_heads = draft.n_heads;
-  s.n_kv_heads = draft.n_kv_heads;
-  s.head_dim = draft.head_dim;
-  s.rope_dim = draft.rope_dim;
-  s.n_ff = draft.ffn_hidden_width();
-  s.n_vocab = draft.n_vocab;
-  s.n_expert = draft.n_expert;
-  s.n_expert_used = draft.n_expert_used;
   return plan::activation_bytes(plan::draft_activation_terms(s, c.max_draft));
 }
 

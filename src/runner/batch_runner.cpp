@@ -18,15 +18,8 @@ int64_t max_logit_rows_of(const BatchRunnerConfig& c) {
 
 }  // namespace
 
-plan::ActivationShape BatchRunner::activation_shape(const ModelConfig& model,
-                                                   const BatchRunnerConfig& c) {
+plan::ActivationShape BatchRunner::model_activation_shape(const ModelConfig& model) {
   plan::ActivationShape s;
-  s.n_tokens = c.max_tokens;
-  s.n_rows = max_rows_of(c);
-  s.n_logit_rows = max_logit_rows_of(c);
-  s.n_seqs = c.max_seqs;
-  s.context = c.max_seq_len;
-  s.blocks_per_seq = (c.max_seq_len + c.block_size - 1) / c.block_size;
   s.n_embd = model.n_embd;
   s.n_heads = model.n_heads;
   s.n_kv_heads = model.n_kv_heads;
@@ -36,6 +29,18 @@ plan::ActivationShape BatchRunner::activation_shape(const ModelConfig& model,
   s.n_vocab = model.n_vocab;
   s.n_expert = model.n_expert;
   s.n_expert_used = model.n_expert_used;
+  return s;
+}
+
+plan::ActivationShape BatchRunner::activation_shape(const ModelConfig& model,
+                                                   const BatchRunnerConfig& c) {
+  plan::ActivationShape s = model_activation_shape(model);
+  s.n_tokens = c.max_tokens;
+  s.n_rows = max_rows_of(c);
+  s.n_logit_rows = max_logit_rows_of(c);
+  s.n_seqs = c.max_seqs;
+  s.context = c.max_seq_len;
+  s.blocks_per_seq = (c.max_seq_len + c.block_size - 1) / c.block_size;
   return s;
 }
 

@@ -58,6 +58,9 @@ class BatchRunner {
   static BatchRunnerBytes bytes_for(const ModelConfig& model, const BatchRunnerConfig& config);
   static plan::ActivationShape activation_shape(const ModelConfig& model,
                                                 const BatchRunnerConfig& config);
+  // The model's part of an activation shape (widths, heads, vocabulary, experts); the step's
+  // part (tokens, rows, sequences) is the caller's. The draft model's runner shares it.
+  static plan::ActivationShape model_activation_shape(const ModelConfig& model);
   static Result<std::unique_ptr<BatchRunner>> create(const Model& model,
                                                      const BatchRunnerConfig& config);
 
