@@ -42,15 +42,18 @@ TEST(ThreadPool, WorkersAreNamedByTheirIndex) {
   ThreadPool pool(3);
   std::vector<std::string> names(3);
   std::atomic<int> seen{0};
-  // Which thread takes which task is not fixed: run jobs until each thread has taken one.
-  for (int i = 0; i < 100000 && seen.load() < 3; ++i) {
-    pool.run(3, [&](int64_t, int thread) {
-      if (names[thread].empty()) {
-        names[thread] = name_of_this_thread();
-        seen.fetch_add(1);
-      }
-    });
-  }
+  // Which thread takes which task is not fixed, and on a loaded machine the caller may finish
+  // tiny tasks before a worker wakes. So each task holds its thread until every thread has
+  // taken one: with three tasks and three threads, each thread takes exactly one.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  pool.run(3, [&](int64_t, int thread) {
+    names[thread] = name_of_this_thread();
+    seen.fetch_add(1);
+    while (seen.load() < 3 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+  });
+  ASSERT_EQ(seen.load(), 3);
   EXPECT_EQ(names[1], "tally-compute-1");
   EXPECT_EQ(names[2], "tally-compute-2");
   EXPECT_EQ(names[0], name_of_this_thread());  // the caller keeps its own name
