@@ -5,7 +5,7 @@
 # build/fuzz/artifacts/.
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60] [name ...]
-#   names: gguf, safetensors, llama2c, imatrix, http, openai_request, tokenizer, hf_tokenizer, chat_template
+#   names: gguf, safetensors, llama2c, imatrix, kv_disk_block, http, openai_request, tokenizer, hf_tokenizer, chat_template
 #   (default: all)
 set -euo pipefail
 
