@@ -9,8 +9,8 @@
 //   mterms  [8 pairs][16 rows][2] int16  per 16 elements: the min (Q4_K, Q5_K, Q2_K) or
 //                                        kOffset * scale (the others)
 //   d, dmin [16 rows] f32
-// The unpacked group of a 32-row task stays in L2 while every token runs over it, so the
-// unpacking (a few tokens' worth of work) is paid once per call, not once per token.
+// The unpacked group stays in L1/L2 while every token of the call runs over it, so the
+// unpacking (about a few tokens' worth of products) is paid once per call, not per token.
 //
 // Register tile: one zmm of 16 rows x T tokens (T <= 8). A broadcast of 4 activation bytes
 // feeds one vpdpbusd per token; each sub-block's int32 sums are scaled (vpmulld) into the
@@ -45,9 +45,6 @@ inline constexpr int64_t kKGemmMinTokens = 8;
 inline constexpr int kKGemmRows = 16;    // rows per packed group: one zmm
 inline constexpr int kKGemmTokens = 8;   // tokens per register tile
 
-// Per type: the super-block's quants as u8 in element order, and its scales.
-//   kSubs: sub-blocks per super-block (8 of 32 elements or 16 of 16)
-//   kHasMin: the min-dot is a second float step (q4k_lane_update) rather than an offset
 // Q4_K / Q5_K's 8 scales, and their mins once per 16 elements.
 [[gnu::always_inline]] static inline void q45k_scales(const uint8_t* packed, int32_t* sc,
                                                       int16_t* mt) {
@@ -59,6 +56,10 @@ inline constexpr int kKGemmTokens = 8;   // tokens per register tile
   }
 }
 
+// Per type (Q4KGemm ... IQ4XSGemm): quants() writes a super-block's quants as u8 in element
+// order, scales() its integer scales and m-terms, d() / dmin() its f32 factors.
+//   kSubs: sub-blocks per super-block (8 of 32 elements or 16 of 16)
+//   kHasMin: the min-dot is a second float step (q4k_lane_update) rather than an offset
 struct Q4KGemm {
   using Block = BlockQ4_K;
   static constexpr int kSubs = 8;
