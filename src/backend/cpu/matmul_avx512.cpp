@@ -3,7 +3,8 @@
 // replaces maddubs + madd with one instruction and cannot saturate; the rest of the
 // arithmetic, and so every result, is the AVX2 path's (matmul_interleaved_simd.h,
 // matmul_simd_quant.h). Q8_0 / Q4_0 with several tokens take the 512-bit GEMM
-// (matmul_gemm_zmm.h), one token the 256-bit kernels: the same bits either way. Float weights
+// (matmul_gemm_zmm.h), one token the 256-bit kernels: the same bits either way. So do the
+// super-block types with 8 tokens or more (matmul_gemm_kquant_zmm.h). Float weights
 // with several tokens take 512-bit fma (matmul_float_zmm.h); one token, memory-bound, the AVX2
 // kernels. All follow the canonical order (matmul_kernels.h).
 // GCC 12's AVX-512 intrinsics start from an undefined vector (`__m512 __Y = __Y;`), which
@@ -13,6 +14,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/matmul_float_zmm.h"
+#include "backend/cpu/matmul_gemm_kquant_zmm.h"
 #include "backend/cpu/matmul_gemm_zmm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
@@ -62,16 +64,19 @@ const MatmulKernels& matmul_kernels_avx512_vnni() {
       tile_float<simd::PairBf16, &MatmulKernels::bf16>,
       simd::tile_gemm_zmm<VnniDot, simd::Q8_0Zmm>,
       simd::tile_gemm_zmm<VnniDot, simd::Q4_0Zmm>,
-      simd::tile_rows<simd::Q4KKernel<VnniDot>>,
-      simd::tile_rows<simd::Q6KKernel<VnniDot>>,
+      simd::tile_kgemm_zmm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot>>>,
+      simd::tile_kgemm_zmm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<VnniDot>>>,
       simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q4_1Unpack>>,
       simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q5_0Unpack>>,
       simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q5_1Unpack>>,
-      simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q2KUnpack>>,
-      simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q3KUnpack>>,
-      simd::tile_rows<simd::Q4KKernel<VnniDot, BlockQ5_K>>,
+      simd::tile_kgemm_zmm<simd::K16Gemm<simd::Q2KUnpack>,
+                           simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q2KUnpack>>>,
+      simd::tile_kgemm_zmm<simd::K16Gemm<simd::Q3KUnpack>,
+                           simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q3KUnpack>>>,
+      simd::tile_kgemm_zmm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot, BlockQ5_K>>>,
       simd::tile_rows<simd::Block32Kernel<VnniDot, simd::IQ4NLUnpack>>,
-      simd::tile_rows<simd::IQ4XSKernel<VnniDot>>,
+      simd::tile_kgemm_zmm<simd::IQ4XSGemm,
+                           simd::tile_rows<simd::IQ4XSKernel<VnniDot>>>,
       matmul_kernels_avx2().act32,
       matmul_kernels_avx2().act_k,
   };

@@ -1,0 +1,165 @@
+// The many-token GEMM of the super-block types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
+// matmul_gemm_kquant_zmm.h): every shape its loops split differently (16-row groups and a
+// partial one, token tiles of 8 / 4 / 2 / 1) gives the scalar kernels' bits; a token's result
+// does not depend on the batch, its chunking or the thread count (one token takes the per-row
+// kernels, many the GEMM); blocks of random bytes (every scale, min and quant, the extremes
+// included) stay exact; and the products stay within the reference's bound. On CPUs without
+// AVX-512 VNNI the checks fall to the paths there are (tally_matmul_avx512_emulated covers
+// the AVX-512 code there).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "matmul_test_util.h"
+#include "tensor/half.h"
+
+namespace tally::cpu {
+namespace {
+
+using test::make_acts;
+using test::make_weights;
+
+const DType kTypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ5_K,
+                        DType::kQ3_K, DType::kQ2_K, DType::kIQ4_XS};
+
+std::string label(DType type, int64_t n_in, int64_t n_out, int64_t n_tokens) {
+  return std::string(dtype_name(type)) + " n_in=" + std::to_string(n_in) +
+         " n_out=" + std::to_string(n_out) + " tokens=" + std::to_string(n_tokens);
+}
+
+// y of every ISA path this CPU has against the scalar path's, bit for bit.
+void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& x,
+                               int64_t n_tokens, ThreadPool& pool, const std::string& what) {
+  std::vector<float> scalar(n_tokens * w.n_out, NAN);
+  ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w, x.data(), n_tokens, scalar.data(), pool));
+  for (IsaLevel level : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    std::vector<float> y(n_tokens * w.n_out, NAN);
+    if (!matmul_with_isa(level, w, x.data(), n_tokens, y.data(), pool)) continue;
+    EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
+        << what << " on " << isa_level_name(level);
+  }
+}
+
+TEST(MatmulGemmKQuant, EveryTileShapeGivesScalarBits) {
+  ThreadPool pool(2);
+  for (DType type : kTypes) {
+    // Super-blocks: fewer than the 8 float lanes, and more (lanes that get two blocks).
+    for (int64_t n_in : {256, 2560}) {
+      // Rows: one group, a group and a partial one, groups across tasks with a tail.
+      for (int64_t n_out : {16, 21, 77}) {
+        const auto w = make_weights(type, n_out, n_in, 31);
+        // Tokens: below the GEMM's minimum, exactly it, 8 + 4 + 2 + 1, and many tiles.
+        for (int64_t n_tokens : {7, 8, 15, 40}) {
+          const auto x = make_acts(n_tokens, n_in, 32);
+          expect_paths_equal_scalar(w.view, x, n_tokens, pool, label(type, n_in, n_out, n_tokens));
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulGemmKQuant, TokenResultDoesNotDependOnBatchChunksOrThreads) {
+  const int64_t n_in = 1536, n_out = 70, n_tokens = 27;
+  for (DType type : kTypes) {
+    const auto w = make_weights(type, n_out, n_in, 7);
+    const auto x = make_acts(n_tokens, n_in, 8);
+    // Each token alone (the per-row kernels), one thread.
+    std::vector<float> alone(n_tokens * n_out);
+    ThreadPool one(1);
+    for (int64_t t = 0; t < n_tokens; ++t)
+      matmul(w.view, x.data() + t * n_in, 1, alone.data() + t * n_out, one);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> batched(n_tokens * n_out);
+      matmul(w.view, x.data(), n_tokens, batched.data(), pool);
+      EXPECT_EQ(0, std::memcmp(batched.data(), alone.data(), batched.size() * sizeof(float)))
+          << dtype_name(type) << " whole batch, threads=" << threads;
+      // Chunked as a prefill would be: 9 + 12 + 6 tokens (each through the GEMM or not).
+      std::vector<float> chunked(n_tokens * n_out);
+      for (const auto& [t0, n] : {std::pair<int64_t, int64_t>{0, 9}, {9, 12}, {21, 6}})
+        matmul(w.view, x.data() + t0 * n_in, n, chunked.data() + t0 * n_out, pool);
+      EXPECT_EQ(0, std::memcmp(chunked.data(), alone.data(), chunked.size() * sizeof(float)))
+          << dtype_name(type) << " chunked, threads=" << threads;
+    }
+  }
+}
+
+// Weights of random bytes (every scale, min and quant value the format allows), or of 0xff
+// (the largest scales and quants everywhere); only the f16 factors are set to finite values.
+std::vector<uint8_t> random_blocks(DType type, int64_t n_out, int64_t n_in, uint32_t seed,
+                                   bool all_ones) {
+  const int64_t row_bytes = dtype_row_bytes(type, n_in);
+  std::vector<uint8_t> bytes(n_out * row_bytes);
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = all_ones ? 0xff : static_cast<uint8_t>(rng());
+  const auto set = [&](uint8_t* p, float v) {
+    const uint16_t h = f32_to_f16(v);
+    std::memcpy(p, &h, 2);
+  };
+  const int64_t block = dtype_info(type).block_bytes;
+  for (int64_t off = 0; off < n_out * row_bytes; off += block) {
+    uint8_t* blk = bytes.data() + off;
+    const float d = 0.001f * static_cast<float>(1 + rng() % 100);
+    switch (type) {
+      case DType::kQ4_K:
+      case DType::kQ5_K:
+        set(blk, d), set(blk + 2, -d * 0.5f);
+        break;
+      case DType::kQ2_K:
+        set(blk + 80, d), set(blk + 82, d * 0.25f);
+        break;
+      case DType::kQ3_K:
+        set(blk + 108, d);
+        break;
+      case DType::kQ6_K:
+        set(blk + 208, d);
+        break;
+      case DType::kIQ4_XS:
+        set(blk, d);
+        break;
+      default:
+        ADD_FAILURE() << "no layout for " << dtype_name(type);
+    }
+  }
+  return bytes;
+}
+
+TEST(MatmulGemmKQuant, RandomBlocksAndExtremesGiveScalarBits) {
+  ThreadPool pool(2);
+  const int64_t n_in = 1024, n_out = 48, n_tokens = 13;
+  for (DType type : kTypes) {
+    for (int all_ones = 0; all_ones < 2; ++all_ones) {
+      const auto bytes = random_blocks(type, n_out, n_in, 5, all_ones != 0);
+      const WeightMatrix w{type, n_in, n_out, bytes.data(), dtype_row_bytes(type, n_in)};
+      auto x = make_acts(n_tokens, n_in, 9);
+      // Token 0 at the activation extremes: every quant +-127.
+      for (int64_t k = 0; k < n_in; ++k) x[k] = (k % 3 == 0) ? -1.0f : 1.0f;
+      expect_paths_equal_scalar(w, x, n_tokens, pool,
+                                std::string(dtype_name(type)) + (all_ones ? " 0xff" : " random"));
+    }
+  }
+}
+
+TEST(MatmulGemmKQuant, ManyTokensWithinReferenceBound) {
+  ThreadPool pool(2);
+  const int64_t n_in = 768, n_out = 37, n_tokens = 20;
+  for (DType type : kTypes) {
+    const auto w = make_weights(type, n_out, n_in, 11);
+    const auto x = make_acts(n_tokens, n_in, 12);
+    std::vector<float> ref(n_tokens * n_out), y(n_tokens * n_out);
+    matmul_reference(w.view, x.data(), n_tokens, ref.data());
+    matmul(w.view, x.data(), n_tokens, y.data(), pool);
+    const auto bounds = test::error_bounds(w.view, x.data(), n_tokens);
+    for (int64_t i = 0; i < n_tokens * n_out; ++i)
+      ASSERT_LE(std::fabs(double(y[i]) - double(ref[i])), bounds[i])
+          << dtype_name(type) << " element " << i << ": " << y[i] << " vs " << ref[i];
+  }
+}
+
+}  // namespace
+}  // namespace tally::cpu
