@@ -78,6 +78,7 @@ void bm_matmul(benchmark::State& state, DType type, bool repack) {
 void args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) b->Args({threads, 1});
   b->Args({2, 8});  // batched decode: the weights are still read once per call
+  for (int threads : {1, 2}) b->Args({threads, 16});  // decode batch 16 (issue 11's target)
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 

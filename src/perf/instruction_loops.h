@@ -19,11 +19,13 @@ inline constexpr double kDotOpsAvx512 = kLoopChains * 64 * 2;   // 12 vpdpbusd z
 inline constexpr double kBf16OpsAvx512 = kLoopChains * 32 * 2;  // 12 vdpbf16ps zmm
 inline constexpr double kFmaOpsAvx2 = kLoopChains * 8 * 2;      // 12 vfmadd231ps ymm
 inline constexpr double kDotOpsAvx2 = kDotChainsAvx2 * 32 * 2;  // 8 vpmaddubsw+vpmaddwd+vpaddd
+inline constexpr double kDotOpsAvxVnni = kLoopChains * 32 * 2;  // 12 vpdpbusd ymm (AVX-VNNI)
 
 float fma_loop_avx512(int64_t iterations);
 int32_t dot_loop_avx512(int64_t iterations);
 float bf16_loop_avx512(int64_t iterations);
 float fma_loop_avx2(int64_t iterations);
 int32_t dot_loop_avx2(int64_t iterations);
+int32_t dot_loop_avxvnni(int64_t iterations);  // instruction_loops_avxvnni.cpp
 
 }  // namespace tally::perf::detail

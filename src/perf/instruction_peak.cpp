@@ -46,8 +46,13 @@ std::vector<PeakLoop> loops_of_this_cpu() {
     case IsaLevel::kAvx2:
       loops.push_back({PeakInstruction::kFmaF32, "vfmadd231ps ymm", detail::kFmaOpsAvx2,
                        run_loop<detail::fma_loop_avx2>});
-      loops.push_back({PeakInstruction::kDotInt8, "vpmaddubsw+vpmaddwd ymm", detail::kDotOpsAvx2,
-                       run_loop<detail::dot_loop_avx2>});
+      // The AVX2 kernels take AVX-VNNI's vpdpbusd where the CPU has it (cpu/matmul.cpp).
+      if (f.avxvnni)
+        loops.push_back({PeakInstruction::kDotInt8, "vpdpbusd ymm (AVX-VNNI)",
+                         detail::kDotOpsAvxVnni, run_loop<detail::dot_loop_avxvnni>});
+      else
+        loops.push_back({PeakInstruction::kDotInt8, "vpmaddubsw+vpmaddwd ymm",
+                         detail::kDotOpsAvx2, run_loop<detail::dot_loop_avx2>});
       break;
     case IsaLevel::kScalar:
       break;

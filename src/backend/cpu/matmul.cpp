@@ -3,6 +3,8 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -54,16 +56,29 @@ bool isa_available(IsaLevel level) {
   return false;
 }
 
+// The AVX2 level takes AVX-VNNI's vpdpbusd where the CPU has it (same bits).
 const MatmulKernels& kernels_for(IsaLevel level) {
   switch (level) {
     case IsaLevel::kAvx512:
       return detail::matmul_kernels_avx512_vnni();
     case IsaLevel::kAvx2:
-      return detail::matmul_kernels_avx2();
+      return cpu_features().avxvnni ? detail::matmul_kernels_avx2_vnni()
+                                    : detail::matmul_kernels_avx2();
     case IsaLevel::kScalar:
       break;
   }
   return detail::matmul_kernels_scalar();
+}
+
+// Every kernel table this CPU can run, lowest first.
+std::vector<const MatmulKernels*> available_kernels() {
+  std::vector<const MatmulKernels*> all{&detail::matmul_kernels_scalar()};
+  if (isa_available(IsaLevel::kAvx2)) {
+    all.push_back(&detail::matmul_kernels_avx2());
+    if (cpu_features().avxvnni) all.push_back(&detail::matmul_kernels_avx2_vnni());
+  }
+  if (isa_available(IsaLevel::kAvx512)) all.push_back(&detail::matmul_kernels_avx512_vnni());
+  return all;
 }
 
 const MatmulKernels& default_kernels() {
@@ -265,6 +280,22 @@ bool matmul_with_isa(IsaLevel level, const WeightMatrix& w, const float* x, int6
   if (!isa_available(level)) return false;
   run(kernels_for(level), w, x, n_tokens, y, pool);
   return true;
+}
+
+std::vector<std::string> matmul_path_names() {
+  std::vector<std::string> names;
+  for (const MatmulKernels* k : available_kernels()) names.emplace_back(k->name);
+  return names;
+}
+
+bool matmul_with_path(std::string_view path, const WeightMatrix& w, const float* x,
+                      int64_t n_tokens, float* y, ThreadPool& pool) {
+  for (const MatmulKernels* k : available_kernels()) {
+    if (path != k->name) continue;
+    run(*k, w, x, n_tokens, y, pool);
+    return true;
+  }
+  return false;
 }
 
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {

@@ -11,6 +11,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "backend/backend_types.h"
 #include "base/cpu_features.h"
@@ -46,14 +49,22 @@ void matmul_shared_input(std::span<const MatmulOutput> outputs, const float* x, 
 // from the exact product by at most sum_k |W[o][k]| * amax(x block of k) / 254 (plus f32
 // rounding). Scratch for the quantized rows is kept per calling thread and only grows.
 
-// The path matmul() takes on this CPU: "scalar", "avx2" or "avx512-vnni".
+// The path matmul() takes on this CPU: "scalar", "avx2", "avx2-vnni" (AVX2 with AVX-VNNI's
+// 256-bit vpdpbusd) or "avx512-vnni".
 const char* matmul_path_name();
 
-// matmul() on the path of one ISA level (kAvx512 means AVX-512 with VNNI). Returns false,
-// computing nothing, when this CPU (or TALLY_ISA) does not allow that path. For tests and
-// benchmarks.
+// matmul() on the path of one ISA level (kAvx512 means AVX-512 with VNNI; kAvx2 takes
+// AVX-VNNI where the CPU has it). Returns false, computing nothing, when this CPU (or
+// TALLY_ISA) does not allow that path. For tests and benchmarks.
 bool matmul_with_isa(IsaLevel level, const WeightMatrix& w, const float* x, int64_t n_tokens,
                      float* y, ThreadPool& pool);
+
+// Every path this CPU (and TALLY_ISA) allows, by name as matmul_path_name() gives them,
+// "scalar" first; and matmul() on one of them by name (false, computing nothing, for a path
+// not in the list). For tests: plain "avx2" stays testable on a CPU with AVX-VNNI.
+std::vector<std::string> matmul_path_names();
+bool matmul_with_path(std::string_view path, const WeightMatrix& w, const float* x,
+                      int64_t n_tokens, float* y, ThreadPool& pool);
 
 // The kernels' inner loop alone, for measuring their peak rate: x is quantized once, then
 // each task of rows runs its product n_repeats times in a row (no barrier in between), so a

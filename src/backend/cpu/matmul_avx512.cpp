@@ -22,31 +22,19 @@
 #include "backend/cpu/matmul_simd_iq4.h"
 #include "backend/cpu/matmul_simd_k16.h"
 #include "backend/cpu/matmul_simd_quant.h"
+#include "backend/cpu/matmul_vnni_dot.h"
 
 namespace tally::cpu::detail {
 
 namespace {
 
-struct VnniDot {
-  static __m256i dot(__m256i u, __m256i s) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
-  }
-  // vpdpbusd's int32 lane i holds elements 4i..4i+3: scale it by int16 lane 2i of scale16
-  // (the scale of those elements; lanes 2i and 2i+1 are equal).
-  static __m256i dot_scaled(__m256i u, __m256i s, __m256i scale16) {
-    const __m256i scale32 = _mm256_srai_epi32(_mm256_slli_epi32(scale16, 16), 16);
-    return _mm256_mullo_epi32(dot(u, s), scale32);
-  }
-  using Q4Acc = __m256i;
-  static __m256i q4_zero() { return _mm256_setzero_si256(); }
-  static __m256i q4_step(__m256i acc, __m256i u, __m256i s) {
-    return _mm256_dpbusd_epi32(acc, u, s);
-  }
-  static __m256i q4_finish(__m256i acc) { return acc; }
-  static __m256i q8_step(__m256i acc, __m256i u, __m256i s) {
+// vpdpbusd in its EVEX form on 256-bit vectors (AVX512-VL).
+struct EvexDpbusd {
+  static __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
   }
 };
+using VnniDot = simd::VnniDot<EvexDpbusd>;
 
 // Float weights: the 512-bit tile for several tokens, the 256-bit kernels otherwise.
 template <class Load, MatmulTileFn MatmulKernels::*narrow>

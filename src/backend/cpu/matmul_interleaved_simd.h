@@ -1,5 +1,6 @@
 // Q8_0 / Q4_0 kernels over the interleaved layout (matmul_kernels.h), shared by
-// matmul_avx2.cpp and matmul_avx512.cpp (only those include this: it needs AVX2 + FMA + F16C).
+// matmul_avx2.cpp, matmul_avxvnni.cpp and matmul_avx512.cpp (only those include this: it needs
+// AVX2 + FMA + F16C).
 // The integer arithmetic comes from the file's policy class `Isa`:
 //   Isa::Q4Acc, q4_zero(), q4_step(acc, u8 quants, s8 x), q4_finish(acc) -> int32 x 8
 //   Isa::q8_step(int32 acc, u8 |w|, s8 x with w's sign) -> int32 x 8

@@ -1,6 +1,6 @@
 // Inside the CPU matmul: the per-ISA kernel tables and the one reduction order they share.
 //
-// Every path (scalar, AVX2, AVX-512 VNNI) computes each dot product in the SAME canonical
+// Every path (scalar, AVX2, AVX2 + AVX-VNNI, AVX-512 VNNI) computes each dot product in the SAME canonical
 // order, so results are bit-identical across paths as well as across batch sizes and thread
 // counts. The order is defined by the scalar kernels (matmul_scalar.cpp); in short:
 //
@@ -77,6 +77,7 @@ struct MatmulKernels {
 
 const MatmulKernels& matmul_kernels_scalar();
 const MatmulKernels& matmul_kernels_avx2();         // needs AVX2 + FMA + F16C
+const MatmulKernels& matmul_kernels_avx2_vnni();    // needs AVX2 + FMA + F16C + AVX-VNNI
 const MatmulKernels& matmul_kernels_avx512_vnni();  // needs AVX-512 F/BW/VL + VNNI
 
 // The interleaved layout of Q8_0 / Q4_0 (WeightLayout::kInterleaved8): rows 8g..8g+7 form

@@ -1,7 +1,7 @@
 // K-quant kernels (Q4_K, Q5_K, Q6_K) on 256-bit integer vectors, and helpers shared with
-// matmul_interleaved_simd.h. Only matmul_avx2.cpp and matmul_avx512.cpp include this (it
-// needs AVX2 + FMA + F16C at compile time). The integer dot of 32 u8 x s8 bytes comes from a policy
-// class `Isa`:
+// matmul_interleaved_simd.h. Only matmul_avx2.cpp, matmul_avxvnni.cpp and matmul_avx512.cpp
+// include this (it needs AVX2 + FMA + F16C at compile time). The integer dot of 32 u8 x s8
+// bytes comes from a policy class `Isa`:
 //   Isa::dot(u8, s8)                  -> int32x8 partial sums (maddubs+madd, or vpdpbusd)
 //   Isa::dot_scaled(u8, s8, scale)    -> the same, each pair of elements times its int16 lane
 //                                        of scale (lanes 0..7: elements 0..15, 8..15: 16..31)

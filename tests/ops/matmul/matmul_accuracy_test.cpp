@@ -135,6 +135,30 @@ TEST(MatmulAccuracy, PathsAreBitIdenticalToScalar) {
   }
 }
 
+// Every path by name, so the kernel tables a level may choose between (plain AVX2 and AVX2 with
+// AVX-VNNI on a CPU that has both) are each checked, at one token (decode's kernels) and five.
+TEST(MatmulAccuracy, EveryNamedPathIsBitIdenticalToScalar) {
+  ThreadPool pool(2);
+  for (const Case& c : kCases) {
+    const int64_t n_in = c.n_ins.back(), n_out = 19;
+    const auto w = make_weights(c.type, n_out, n_in, 23);
+    for (int64_t n_tokens : {1, 5}) {
+      const auto x = make_acts(n_tokens, n_in, 24);
+      std::vector<float> scalar(n_tokens * n_out);
+      ASSERT_TRUE(matmul_with_path("scalar", w.view, x.data(), n_tokens, scalar.data(), pool));
+      for (const std::string& path : matmul_path_names()) {
+        std::vector<float> y(n_tokens * n_out, NAN);
+        ASSERT_TRUE(matmul_with_path(path, w.view, x.data(), n_tokens, y.data(), pool));
+        EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
+            << dtype_name(c.type) << " on " << path << " n_in=" << n_in
+            << " n_tokens=" << n_tokens;
+      }
+    }
+  }
+  EXPECT_FALSE(matmul_with_path("no-such-path", make_weights(DType::kF32, 1, 8, 1).view,
+                                make_acts(1, 8, 1).data(), 1, nullptr, pool));
+}
+
 TEST(MatmulAccuracy, PaddedRowsAndDefaultPath) {
   ThreadPool pool(2);
   for (const Case& c : kCases) {

@@ -2,8 +2,9 @@
 // their loops split differently (row panels of 32, pairs, a lone group or row; token tiles of
 // 4 and their remainders; token blocks of 32 / 64) gives the scalar kernels' bits, on GGUF
 // rows and on repacked weights, and extreme Q8_0 quants (-128, through the u8 + 128 trick)
-// stay exact. On CPUs without AVX-512 VNNI the checks fall to the paths there are (the AVX-512
-// code is then covered by tally_matmul_avx512_emulated).
+// stay exact. Every path this CPU has is checked by name (plain AVX2 and AVX2 with AVX-VNNI
+// apart); on CPUs without AVX-512 VNNI the AVX-512 code is covered by
+// tally_matmul_avx512_emulated.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -25,11 +26,11 @@ void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& 
                                int64_t n_tokens, ThreadPool& pool, const std::string& what) {
   std::vector<float> scalar(n_tokens * w.n_out, NAN);
   ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w, x.data(), n_tokens, scalar.data(), pool));
-  for (IsaLevel level : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+  for (const std::string& path : matmul_path_names()) {
     std::vector<float> y(n_tokens * w.n_out, NAN);
-    if (!matmul_with_isa(level, w, x.data(), n_tokens, y.data(), pool)) continue;
+    ASSERT_TRUE(matmul_with_path(path, w, x.data(), n_tokens, y.data(), pool));
     EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-        << what << " on " << isa_level_name(level);
+        << what << " on " << path;
   }
 }
 
@@ -43,7 +44,7 @@ TEST(MatmulGemm, EveryTileShapeGivesScalarBits) {
       const auto w = make_weights(type, n_out, n_in, 31);
       std::vector<RepackedWeights> packed;
       if (quant) packed.emplace_back(w.view, pool);
-      for (int64_t n_tokens : {2, 3, 5, 8, 70}) {
+      for (int64_t n_tokens : {2, 3, 5, 7, 8, 16, 70}) {
         const auto x = make_acts(n_tokens, n_in, 32);
         const std::string what = std::string(dtype_name(type)) + " n_out=" +
                                  std::to_string(n_out) + " tokens=" + std::to_string(n_tokens);

@@ -36,7 +36,8 @@ TEST(InstructionPeak, MeasuresEachInstructionOfThisIsaLevel) {
       break;
     case IsaLevel::kAvx2:
       want = {PeakInstruction::kFmaF32, PeakInstruction::kDotInt8};
-      names = {"vfmadd231ps ymm", "vpmaddubsw+vpmaddwd ymm"};
+      names = {"vfmadd231ps ymm",
+               f.avxvnni ? "vpdpbusd ymm (AVX-VNNI)" : "vpmaddubsw+vpmaddwd ymm"};
       break;
     case IsaLevel::kScalar:
       break;
