@@ -22,6 +22,10 @@
 #include "backend/cpu/matmul_simd_quant.h"
 
 namespace tally::cpu::detail::simd {
+// Internal linkage: this header is compiled into objects with different ISA flags (avx2,
+// avx2-vnni, avx512), and a shared template instance would let the linker keep any one
+// copy, AVX-512 instructions included, for all of them.
+namespace {
 
 // 4 activation bytes in every 32-bit lane. vbroadcastss from memory: a plain load on AMD
 // cores (vpbroadcastd from memory also takes a shuffle port there).
@@ -327,4 +331,5 @@ void tile_interleaved(const MatmulTile& tile) {
   }
 }
 
+}  // namespace
 }  // namespace tally::cpu::detail::simd

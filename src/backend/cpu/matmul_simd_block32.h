@@ -20,6 +20,10 @@
 #include "tensor/quant_blocks.h"
 
 namespace tally::cpu::detail::simd {
+// Internal linkage: this header is compiled into objects with different ISA flags (avx2,
+// avx2-vnni, avx512), and a shared template instance would let the linker keep any one
+// copy, AVX-512 instructions included, for all of them.
+namespace {
 
 // The 32 nibbles of a 32-block in element order (low nibbles are elements 0..15).
 [[gnu::always_inline]] static inline __m256i block32_nibbles(const uint8_t* qs) {
@@ -153,4 +157,5 @@ struct Block32Kernel {
   }
 };
 
+}  // namespace
 }  // namespace tally::cpu::detail::simd

@@ -14,6 +14,10 @@
 #include "tensor/quant_blocks.h"
 
 namespace tally::cpu::detail::simd {
+// Internal linkage: this header is compiled into objects with different ISA flags (avx2,
+// avx2-vnni, avx512), and a shared template instance would let the linker keep any one
+// copy, AVX-512 instructions included, for all of them.
+namespace {
 
 // The grid values of 32 codes (bytes 0..15).
 [[gnu::always_inline]] static inline __m256i iq4_grid(__m256i codes) {
@@ -60,4 +64,5 @@ struct IQ4XSKernel {
   }
 };
 
+}  // namespace
 }  // namespace tally::cpu::detail::simd

@@ -14,6 +14,10 @@
 #include "tensor/quant_blocks.h"
 
 namespace tally::cpu::detail::simd {
+// Internal linkage: this header is compiled into objects with different ISA flags (avx2,
+// avx2-vnni, avx512), and a shared template instance would let the linker keep any one
+// copy, AVX-512 instructions included, for all of them.
+namespace {
 
 // Q3_K: weights (s - 32) * (q - 4), q = 2 bits | hmask bit << 2.
 struct Q3KUnpack {
@@ -123,4 +127,5 @@ struct K16Kernel {
   }
 };
 
+}  // namespace
 }  // namespace tally::cpu::detail::simd

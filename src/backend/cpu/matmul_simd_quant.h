@@ -21,6 +21,10 @@
 #include "tensor/quant_blocks.h"
 
 namespace tally::cpu::detail::simd {
+// Internal linkage: this header is compiled into objects with different ISA flags (avx2,
+// avx2-vnni, avx512), and a shared template instance would let the linker keep any one
+// copy, AVX-512 instructions included, for all of them.
+namespace {
 
 [[gnu::always_inline]] static inline __m256i load_i8x32(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
@@ -250,4 +254,5 @@ void tile_rows(const MatmulTile& tile) {
   }
 }
 
+}  // namespace
 }  // namespace tally::cpu::detail::simd

@@ -9,6 +9,10 @@
 #include <immintrin.h>
 
 namespace tally::cpu::detail::simd {
+// Internal linkage: this header is compiled into objects with different ISA flags (avx2,
+// avx2-vnni, avx512), and a shared template instance would let the linker keep any one
+// copy, AVX-512 instructions included, for all of them.
+namespace {
 
 template <class Dp>
 struct VnniDot {
@@ -26,4 +30,5 @@ struct VnniDot {
   static __m256i q8_step(__m256i acc, __m256i u, __m256i s) { return Dp::dpbusd(acc, u, s); }
 };
 
+}  // namespace
 }  // namespace tally::cpu::detail::simd
