@@ -63,7 +63,9 @@ std::vector<ArchCase> arch_cases() {
                                         {"original_max_position_embeddings", 64}}}}));
 
   // Mistral-style: every layer attends over a window of 5.
-  out.push_back(tiny("mistral_window", base("llama", 104), {{"sliding_window", 5}}));
+  ArchCase mistral = tiny("mistral_window", base("llama", 104), {{"sliding_window", 5}});
+  mistral.llamacpp_ignores_window = 5;
+  out.push_back(mistral);
 
   TinySpec mixtral = base("llama", 105);
   mixtral.n_expert = 4;
@@ -138,15 +140,19 @@ std::vector<ArchCase> arch_cases() {
   phi3.head_dim = 16;
   phi3.n_heads = 2;
   phi3.n_kv_heads = 2;
-  out.push_back(tiny("phi3", phi3));
+  ArchCase phi3_case = tiny("phi3", phi3);
+  phi3_case.llamacpp_refuses = true;
+  out.push_back(phi3_case);
   // LongRoPE of the 128k models: context 256 past the original 64, so the long factors.
   TinySpec phi3_long = phi3;
   phi3_long.seed = 114;
   const json long_f = {1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0};
   const json short_f = {1.0, 1.0, 1.1, 1.2, 1.5, 2.0, 2.5, 3.0};
-  out.push_back(tiny("phi3_longrope", phi3_long,
-                     {{"original_max_position_embeddings", 64},
-                      {"rope_scaling", {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}}}}));
+  ArchCase longrope = tiny("phi3_longrope", phi3_long,
+                           {{"original_max_position_embeddings", 64},
+                            {"rope_scaling", {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}}}});
+  longrope.llamacpp_refuses = true;
+  out.push_back(longrope);
 
   ArchCase stories;
   stories.label = "stories260K";
