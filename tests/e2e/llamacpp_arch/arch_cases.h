@@ -3,6 +3,7 @@
 // pre-2024 per-expert Mixtral tensors written as GGUF directly, and stories260K's real weights.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,8 @@ struct ArchCase {
 };
 
 std::vector<ArchCase> arch_cases();
+
+// gtest prints a case by its label (test names and failure messages, not the struct's bytes).
+inline void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.label; }
 
 }  // namespace tally_test

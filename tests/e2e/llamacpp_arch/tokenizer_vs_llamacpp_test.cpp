@@ -27,6 +27,8 @@ struct Vocabulary {
   int64_t vocab_size;  // the published models' config.json vocab_size (the embedding's rows)
 };
 
+void PrintTo(const Vocabulary& v, std::ostream* os) { *os << v.name; }
+
 std::string show(const std::vector<int32_t>& ids) {
   std::string s;
   for (int32_t id : ids) s += std::to_string(id) + " ";
