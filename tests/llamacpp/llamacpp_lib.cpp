@@ -32,7 +32,7 @@ namespace {
 //   keep_split, dry_run; const llama_model_imatrix_data* imatrix; ... (more pointers, a size)
 // Why a prefix is safe: llama_model_quantize_default_params() returns the struct by value, and
 // on x86-64 SysV a struct over 16 bytes is returned through a buffer the caller passes; our
-// type is 512 bytes, so the callee fills the first sizeof(its struct) bytes (88 in this
+// type is 512 bytes, so the callee fills the first sizeof(its struct) bytes (64 in this
 // release) and the padding keeps the fields we did not declare as it wrote them. We then pass
 // a pointer to llama_model_quantize, which reads its own full layout from that same buffer.
 // The enums are int-sized (C enums with small values), and `imatrix` sits at offset 24 whether
