@@ -37,7 +37,8 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# The server e2e tests drive tally serve with the official openai npm package.
+# The server e2e tests drive tally serve with the official openai npm package; tests/llamacpp
+# gets llama.cpp's prebuilt libraries from the npm registry (its install.sh, run by the tests).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi

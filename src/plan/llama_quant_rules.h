@@ -32,11 +32,14 @@ std::string llama_file_type_names();
 
 bool llama_file_type_is_quantized(const LlamaFileType& type);
 
-// llama-quantize's --pure, --output-tensor-type and --token-embedding-type.
+// llama-quantize's --pure, --output-tensor-type, --token-embedding-type and whether it has
+// an --imatrix (which changes the mix: q4_1 / q5_1 early ffn_down in Q4_0 / Q5_0 files, no
+// q5_K early ffn_down in IQ4_NL / IQ4_XS files).
 struct LlamaQuantOverrides {
   bool pure = false;                     // every matrix in the base type (no mix)
   std::optional<DType> output_type;      // output.weight (or the tied token_embd.weight)
   std::optional<DType> token_embd_type;  // token_embd.weight
+  bool has_imatrix = false;
 };
 
 // What the rules give one matrix.
@@ -44,7 +47,8 @@ struct LlamaTensorType {
   DType type = DType::kF16;    // what is stored
   DType wanted = DType::kF16;  // the mix's choice before the block fallback
   bool refused = false;        // rows are not whole blocks of `wanted` and it has no fallback
-                               // (llama.cpp stops there); `type` is then f16
+                               // (llama.cpp stops there; none of the types above); `type` is
+                               // then f16
   bool fell_back() const { return !refused && type != wanted; }
 };
 
@@ -59,9 +63,11 @@ LlamaTensorType llama_quant_tensor_type(const LlamaFileType& file_type, const Pl
 bool llama_quant_more_bits_layer(int64_t layer, int64_t n_layers);
 
 // The type llama.cpp stores a matrix in when its rows of n_cols values are not whole blocks
-// of `type`: `type` itself when they are; else q2_K / q3_K / iq4_xs -> iq4_nl, q4_K -> q5_0,
-// q5_K -> q5_1, q6_K -> q8_0, then f16 if the rows are not whole blocks of that either;
-// nullopt for any other type (llama.cpp refuses the tensor).
+// of `type`: `type` itself when they are; else iq4_xs -> iq4_nl, q2_K / q3_K -> q4_0, q4_K ->
+// q5_0, q5_K -> q5_1, q6_K -> q8_0, then f16 if the rows are not whole blocks of that either;
+// a 32-block type (q4_0 .. q8_0, iq4_nl) -> f16; nullopt for a larger block without a
+// fallback (llama.cpp refuses the tensor). (Older llama.cpp sent q2_K / q3_K to iq4_nl and refused
+// the 32-block types; tests/llamacpp checks these rules against the release it pins.)
 std::optional<DType> llama_quant_block_fallback(DType type, int64_t n_cols);
 
 }  // namespace tally::plan

@@ -184,6 +184,7 @@ Result<QuantScheme> quantizer_scheme(const QuantizeOptions& o) {
   scheme.overrides.pure = o.pure;
   scheme.overrides.output_type = o.output_type;
   scheme.overrides.token_embd_type = o.token_embd_type;
+  scheme.overrides.has_imatrix = !o.imatrix_path.empty();
   return scheme;
 }
 

@@ -56,8 +56,11 @@ float signed_extreme(const float* x, int n) {
 void group_weights(const float* x, const float* importance, int n, float sigma2, float* w) {
   double total = 0.0;
   if (importance) {
+    // Twice the block's mean square under the root, as llama.cpp's imatrix quantizers use:
+    // flatter weights, closer to the importance alone that the imatrix-weighted error counts.
+    const float floor2 = 2.0f * sigma2;
     for (int i = 0; i < n; ++i) {
-      w[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
+      w[i] = importance[i] * std::sqrt(floor2 + x[i] * x[i]);
       total += w[i];
     }
   }
@@ -166,18 +169,22 @@ float fit_iq4_group(const float* x, const float* w, int n) {
   if (extreme == 0.0f) return 0.0f;
   double best_gain = -1.0;
   float best_scale = 0.0f;
-  for (int is = -kSearchSteps; is <= kSearchSteps; ++is) {
-    // The extreme near the grid's far end (-127), a little inside or outside it.
-    const float iscale = (static_cast<float>(kIq4Values[0]) + static_cast<float>(is)) / extreme;
-    double sgx = 0.0, sg2 = 0.0;
-    for (int i = 0; i < n; ++i) {
-      const auto g = static_cast<double>(kIq4Values[iq4_nearest(iscale * x[i])]);
-      sgx += w[i] * g * x[i];
-      sg2 += w[i] * g * g;
-    }
-    if (sg2 > 0.0 && sgx * sgx / sg2 > best_gain) {
-      best_gain = sgx * sgx / sg2;
-      best_scale = static_cast<float>(sgx / sg2);
+  // The grid is lopsided (-127 .. 113): the extreme near its far end, a little inside or
+  // outside it, then near the near end (a sign flip of the scale), which suits groups whose
+  // other side is wide.
+  for (const int end : {kIq4Values[0], kIq4Values[15]}) {
+    for (int is = -kSearchSteps; is <= kSearchSteps; ++is) {
+      const float iscale = (static_cast<float>(end) + static_cast<float>(is)) / extreme;
+      double sgx = 0.0, sg2 = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const auto g = static_cast<double>(kIq4Values[iq4_nearest(iscale * x[i])]);
+        sgx += w[i] * g * x[i];
+        sg2 += w[i] * g * g;
+      }
+      if (sg2 > 0.0 && sgx * sgx / sg2 > best_gain) {
+        best_gain = sgx * sgx / sg2;
+        best_scale = static_cast<float>(sgx / sg2);
+      }
     }
   }
   return best_scale;

@@ -95,6 +95,37 @@ TEST(LlamaQuantRules, SeventyBAttnVGetsQ5K) {
   }
 }
 
+// With an importance matrix llama.cpp gives Q4_0 / Q5_0's first eighth of ffn_down q4_1 /
+// q5_1, and IQ4_NL / IQ4_XS's no q5_K.
+TEST(LlamaQuantRules, AnImatrixChangesTheMix) {
+  LlamaQuantOverrides im;
+  im.has_imatrix = true;
+  EXPECT_EQ(type_in("Q4_0", "blk.3.ffn_down.weight", im), DType::kQ4_1);  // 3 < 32/8
+  EXPECT_EQ(type_in("Q4_0", "blk.4.ffn_down.weight", im), DType::kQ4_0);
+  EXPECT_EQ(type_in("Q5_0", "blk.0.ffn_down.weight", im), DType::kQ5_1);
+  EXPECT_EQ(type_in("Q4_0", "blk.0.ffn_down.weight"), DType::kQ4_0);  // not without
+  EXPECT_EQ(type_in("Q4_0", "blk.0.ffn_up.weight", im), DType::kQ4_0);
+  EXPECT_EQ(type_in("IQ4_XS", "blk.0.ffn_down.weight", im), DType::kIQ4_XS);
+  EXPECT_EQ(type_in("IQ4_NL", "blk.3.ffn_down.weight", im), DType::kIQ4_NL);
+  EXPECT_EQ(type_in("IQ4_XS", "blk.20.attn_v.weight", im), DType::kQ5_K);  // attn_v unchanged
+  EXPECT_EQ(type_in("Q4_K_M", "blk.6.attn_v.weight", im), DType::kQ6_K);
+}
+
+// A fused attn_qkv takes attn_v's rules (llama.cpp counts it as attn_v-like).
+TEST(LlamaQuantRules, FusedQkvFollowsAttnV) {
+  PlanModel m = *plan_preset("llama-3-8b");
+  PlanTensor qkv;
+  qkv.name = "blk.6.attn_qkv.weight";
+  qkv.layer = 6;
+  qkv.n_cols = 4096;
+  qkv.n_rows = 6144;
+  EXPECT_EQ(llama_quant_tensor_type(*llama_file_type_from_name("Q4_K_M"), qkv, m).type, DType::kQ6_K);
+  qkv.name = "blk.7.attn_qkv.weight";
+  qkv.layer = 7;
+  EXPECT_EQ(llama_quant_tensor_type(*llama_file_type_from_name("Q4_K_M"), qkv, m).type, DType::kQ4_K);
+  EXPECT_EQ(llama_quant_tensor_type(*llama_file_type_from_name("Q3_K_L"), qkv, m).type, DType::kQ5_K);
+}
+
 TEST(LlamaQuantRules, FileTypeNames) {
   EXPECT_EQ(llama_file_type_from_name("q4_k")->name, "Q4_K_M");
   EXPECT_EQ(llama_file_type_from_name("Q5_K")->ftype, 17u);
@@ -108,13 +139,16 @@ TEST(LlamaQuantRules, PartialBlocksFallBackAsLlamaCppDoes) {
   EXPECT_EQ(llama_quant_block_fallback(DType::kQ4_K, 896), DType::kQ5_0);
   EXPECT_EQ(llama_quant_block_fallback(DType::kQ5_K, 896), DType::kQ5_1);
   EXPECT_EQ(llama_quant_block_fallback(DType::kQ6_K, 896), DType::kQ8_0);
-  EXPECT_EQ(llama_quant_block_fallback(DType::kQ3_K, 896), DType::kIQ4_NL);
+  EXPECT_EQ(llama_quant_block_fallback(DType::kQ3_K, 896), DType::kQ4_0);
+  EXPECT_EQ(llama_quant_block_fallback(DType::kQ2_K, 896), DType::kQ4_0);
+  EXPECT_EQ(llama_quant_block_fallback(DType::kIQ4_XS, 896), DType::kIQ4_NL);
   // Not whole blocks of the fallback either: f16.
   EXPECT_EQ(llama_quant_block_fallback(DType::kQ6_K, 48), DType::kF16);
   EXPECT_EQ(llama_quant_block_fallback(DType::kQ4_K, 48), DType::kF16);
-  // llama.cpp has no fallback for the 32-blocks: it refuses the tensor.
-  EXPECT_EQ(llama_quant_block_fallback(DType::kQ8_0, 48), std::nullopt);
-  EXPECT_EQ(llama_quant_block_fallback(DType::kQ4_0, 48), std::nullopt);
+  // The 32-blocks have no smaller block: f16.
+  EXPECT_EQ(llama_quant_block_fallback(DType::kQ8_0, 48), DType::kF16);
+  EXPECT_EQ(llama_quant_block_fallback(DType::kQ4_0, 48), DType::kF16);
+  EXPECT_EQ(llama_quant_block_fallback(DType::kIQ4_NL, 48), DType::kF16);
   EXPECT_EQ(llama_quant_block_fallback(DType::kQ8_0, 64), DType::kQ8_0);
 }
 

@@ -1,7 +1,7 @@
 // quantize_model (`tally quantize`) on small synthetic f32 / f16 / q8_0 models: the bytes are
 // quantize_row's for every row (the streaming changes nothing), metadata is copied with
 // general.file_type set, types follow the shared llama.cpp rules, the output is the same for
-// any thread count, and bad input (unknown type, rows no type fits, an existing output, a
+// any thread count, and bad input (unknown type, an existing output, a
 // NaN met mid-write) fails with a clear error and no file left behind.
 #include "quant/model_quantizer.h"
 
@@ -194,7 +194,7 @@ TEST(ModelQuantizer, RequantizingFromQ8_0SaysSo) {
   expect_rows_requantized(open_gguf(in_path), open_gguf(options(in_path, "Q4_0", "requant").output_path));
 }
 
-TEST(ModelQuantizer, RowsOfPartialBlocksFallBackOrAreRefused) {
+TEST(ModelQuantizer, RowsOfPartialBlocksFallBack) {
   const std::string in_path = write_model(odd_spec(), "f32", "odd");
   // q4_K -> q5_0 for rows of 96; q6_K (ffn_down of both layers) -> q8_0 -> f16 for rows of 80.
   const QuantizeRun km = quantize(options(in_path, "Q4_K_M", "odd"));
@@ -208,16 +208,14 @@ TEST(ModelQuantizer, RowsOfPartialBlocksFallBackOrAreRefused) {
   EXPECT_EQ(out.find_tensor("output.weight")->type, DType::kQ8_0);       // the output rule itself
   EXPECT_EQ(km.summary->n_fallback, 2 * 7 + 1);  // every matrix of both blocks, and token_embd
 
-  // q4_0 has no fallback: llama.cpp refuses rows of 80, and so does tally, writing nothing.
-  const QuantizeOptions q4 = options(in_path, "Q4_0", "odd");
-  std::filesystem::remove(q4.output_path);
-  const QuantizeRun refused = quantize(q4);
-  ASSERT_FALSE(refused.summary.ok());
-  EXPECT_EQ(refused.summary.status().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(refused.summary.status().message().find("tensor 'blk.0.ffn_down.weight': rows of 80 values are not whole q4_0 blocks of 32"),
-            std::string::npos)
-      << refused.summary.status().to_string();
-  EXPECT_FALSE(tally_test::file_exists(q4.output_path));
+  // A 32-block type has no smaller block: rows of 80 go to f16, as llama.cpp's quantizer
+  // does (tests/llamacpp checks it against llama_model_quantize).
+  const QuantizeRun q4 = quantize(options(in_path, "Q4_0", "odd"));
+  ASSERT_TRUE(q4.summary.ok()) << q4.summary.status().to_string();
+  EXPECT_TRUE(any_note_has(q4, "blk.0.ffn_down.weight: rows of 80 are not whole q4_0 blocks of 32: using f16"));
+  const io::GgufFile q4_out = open_gguf(options(in_path, "Q4_0", "odd").output_path);
+  EXPECT_EQ(q4_out.find_tensor("blk.0.ffn_down.weight")->type, DType::kF16);
+  EXPECT_EQ(q4_out.find_tensor("blk.0.ffn_up.weight")->type, DType::kQ4_0);
 }
 
 TEST(ModelQuantizer, UnknownTypeListsTheValidOnes) {
