@@ -40,7 +40,8 @@ Status resolve_request_sampling(const Result<io::GgufFile>& gguf, server::Server
   TALLY_ASSIGN_OR_RETURN(SamplingDefaults d,
                          resolve_generation_config(s.generation_config, gguf.ok() ? &*gguf : nullptr));
   d.apply_to(s.request_sampling);
-  if (!d.empty()) spdlog::info("serve: default sampling from the model's generation config: {}", d.describe());
+  // On stderr whatever the log level, like the ledger: it changes what every request gets.
+  if (!d.empty()) fmt::print(stderr, "tally serve: default sampling from the model's generation config: {}\n", d.describe());
   return Status::ok_status();
 }
 
