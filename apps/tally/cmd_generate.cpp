@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "engine/engine_core.h"
 #include "engine/engine_flags.h"
+#include "model/generation_config.h"
 #include "model/model.h"
 #include "plan/memory_size.h"
 #include "plan/plan.h"
@@ -38,7 +39,30 @@ struct GenerateArgs {
   std::string chat_template;
   bool no_prefix_cache = false;
   SpecFlags spec;
+  std::string generation_config = "auto";
+  // The sampling flags, to tell which were given (a given flag beats the model's default).
+  CLI::Option* temp_flag = nullptr;
+  CLI::Option* top_k_flag = nullptr;
+  CLI::Option* top_p_flag = nullptr;
+  CLI::Option* min_p_flag = nullptr;
+  CLI::Option* repeat_penalty_flag = nullptr;
+  CLI::Option* repeat_last_n_flag = nullptr;
 };
+
+// The model's default sampling (--generation-config) under the sampling flags that were given.
+Status apply_model_sampling(GenerateArgs& a, const io::GgufFile& model) {
+  TALLY_ASSIGN_OR_RETURN(SamplingDefaults d, resolve_generation_config(a.generation_config, &model));
+  auto given = [](const CLI::Option* o) { return o != nullptr && o->count() > 0; };
+  if (given(a.temp_flag)) d.temperature.reset();
+  if (given(a.top_k_flag)) d.top_k.reset();
+  if (given(a.top_p_flag)) d.top_p.reset();
+  if (given(a.min_p_flag)) d.min_p.reset();
+  if (given(a.repeat_penalty_flag)) d.repetition_penalty.reset();
+  if (given(a.repeat_last_n_flag)) d.penalty_last_n.reset();
+  d.apply_to(a.sampling);
+  if (!d.empty()) fmt::print(stderr, "default sampling from the model's generation config: {}\n", d.describe());
+  return Status::ok_status();
+}
 
 int run_chat_command(const GenerateArgs& a, std::unique_ptr<Model> model,
                      std::unique_ptr<Tokenizer> tok, KvTypes kv_type) {
@@ -112,6 +136,7 @@ int run_generate(GenerateArgs args) {
   if (!spec.ok()) return report_error(spec.status());
   auto model = load_model(args.model);
   if (!model.ok()) return report_error(model.status());
+  if (Status st = apply_model_sampling(args, (*model)->gguf()); !st.ok()) return report_error(st);
   auto tokenizer = Tokenizer::from_gguf((*model)->gguf());
   if (!tokenizer.ok()) return report_error(tokenizer.status());
   const Tokenizer& tok = **tokenizer;
@@ -184,12 +209,16 @@ Runner add_generate_command(CLI::App& app) {
   app.add_option("-m,--model", args->model, "GGUF model file or Hugging Face model directory")->capture_default_str();
   app.add_option("-p,--prompt", args->prompt, "Prompt text (empty: start from BOS)")->capture_default_str();
   app.add_option("-n,--n-predict", args->n_predict, "Tokens to generate at most")->capture_default_str();
-  app.add_option("--temp", p.temperature, "Temperature; 0 = greedy")->capture_default_str()->check(CLI::Range(0.0f, 100.0f));
-  app.add_option("--top-k", p.top_k, "Keep the K most likely tokens; <= 0 = off")->capture_default_str();
-  app.add_option("--top-p", p.top_p, "Nucleus sampling mass; 1 = off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--min-p", p.min_p, "Drop tokens below min-p x the top probability; 0 = off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
-  app.add_option("--repeat-penalty", p.repetition_penalty, "Repetition penalty; 1 = off")->capture_default_str();
-  app.add_option("--repeat-last-n", p.penalty_last_n, "Tokens the penalties look back over; -1 = all")->capture_default_str();
+  args->temp_flag = app.add_option("--temp", p.temperature, "Temperature; 0 = greedy")->capture_default_str()->check(CLI::Range(0.0f, 100.0f));
+  args->top_k_flag = app.add_option("--top-k", p.top_k, "Keep the K most likely tokens; <= 0 = off")->capture_default_str();
+  args->top_p_flag = app.add_option("--top-p", p.top_p, "Nucleus sampling mass; 1 = off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  args->min_p_flag = app.add_option("--min-p", p.min_p, "Drop tokens below min-p x the top probability; 0 = off")->capture_default_str()->check(CLI::Range(0.0f, 1.0f));
+  args->repeat_penalty_flag = app.add_option("--repeat-penalty", p.repetition_penalty, "Repetition penalty; 1 = off")->capture_default_str();
+  args->repeat_last_n_flag = app.add_option("--repeat-last-n", p.penalty_last_n, "Tokens the penalties look back over; -1 = all")->capture_default_str();
+  app.add_option("--generation-config", args->generation_config,
+                 "Default sampling: 'auto' = the model's (generation_config.json / general.sampling.*) "
+                 "where no sampling flag is given, 'none' = these flags' defaults, or a directory with a "
+                 "generation_config.json")->capture_default_str();
   app.add_option("--presence-penalty", p.presence_penalty, "OpenAI presence penalty")->capture_default_str();
   app.add_option("--frequency-penalty", p.frequency_penalty, "OpenAI frequency penalty")->capture_default_str();
   app.add_option("-s,--seed", p.seed, "RNG seed (default: random)");

@@ -11,6 +11,7 @@
 #include "engine/engine_flags.h"
 #include "engine/ledger_text.h"
 #include "io/gguf.h"
+#include "model/generation_config.h"
 #include "model/hf_checkpoint.h"
 #include "metrics/server_metrics.h"
 #include "model/arch.h"
@@ -27,11 +28,21 @@ namespace tally::cli {
 namespace {
 
 // The model's own chat template when it has one, else ChatML.
-std::unique_ptr<server::ChatRenderer> chat_renderer_for(const std::string& model_path,
+std::unique_ptr<server::ChatRenderer> chat_renderer_for(const Result<io::GgufFile>& gguf,
                                                         const Tokenizer& tokenizer) {
-  auto gguf = open_model_file(model_path, /*metadata_only=*/true);
   if (!gguf.ok()) return server::chatml_renderer(ChatTemplateContext::from_tokenizer(tokenizer));
   return server::model_chat_renderer(*gguf, tokenizer);
+}
+
+// --generation-config into the sampling requests start from: OpenAI's defaults, the model's
+// (or the given directory's) on top.
+Status resolve_request_sampling(const Result<io::GgufFile>& gguf, server::ServerConfig& s) {
+  TALLY_ASSIGN_OR_RETURN(SamplingDefaults d,
+                         resolve_generation_config(s.generation_config, gguf.ok() ? &*gguf : nullptr));
+  d.apply_to(s.request_sampling);
+  // On stderr whatever the log level, like the ledger: it changes what every request gets.
+  if (!d.empty()) fmt::print(stderr, "tally serve: default sampling from the model's generation config: {}\n", d.describe());
+  return Status::ok_status();
 }
 
 metrics::ServerMetricsOptions metrics_options(const server::ServeOptions& o, Engine& engine) {
@@ -49,12 +60,14 @@ int run_serve(server::ServeOptions& o) {
   if (Status st = server::serve_finalize(o); !st.ok()) return report_error(st);
   auto config = engine_flags_to_config(o.engine);
   if (!config.ok()) return report_error(config.status());
+  const auto gguf = open_model_file(o.server.model_path, /*metadata_only=*/true);
+  if (Status st = resolve_request_sampling(gguf, o.server); !st.ok()) return report_error(st);
   auto engine = Engine::create(*config);
   if (!engine.ok()) return report_error(engine.status());
   // The ledger on stderr whatever the log level: what this server holds, before any request.
   fmt::print(stderr, "tally serve: memory ledger\n{}", format_ledger((*engine)->ledger()));
   server::PrometheusObserver observer(metrics_options(o, **engine), **engine);
-  auto chat = chat_renderer_for(o.server.model_path, (*engine)->tokenizer());
+  auto chat = chat_renderer_for(gguf, (*engine)->tokenizer());
   spdlog::info("serve: chat template: {}", chat->describe());
   server::Server srv(o.server, **engine, std::move(chat), &observer);
   auto port = srv.listen();

@@ -47,7 +47,38 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 }
 
 size_t GgufFile::release_tensor_pages(const GgufTensorInfo& tensor) const {
-  return map_ ? map_->release_pages(tensor.bytes()) : 0;
+  const uint8_t* begin = bytes_.data();
+  const bool in_map = tensor.data >= begin && tensor.data < begin + bytes_.size();
+  return map_ && in_map ? map_->release_pages(tensor.bytes()) : 0;
+}
+
+Status GgufFile::add_external_tensors(std::vector<ExternalTensor> tensors, std::shared_ptr<const void> owner) {
+  for (const ExternalTensor& e : tensors) {
+    if (tensor_index_.count(e.name) != 0)
+      return make_error(ErrorCode::kFormat, "gguf: {}: tensor '{}' twice", name_, e.name);
+    GgufTensorInfo t;
+    t.name = e.name;
+    t.raw_type = static_cast<uint32_t>(e.type);
+    t.type = e.type;
+    t.dims = e.dims;
+    const auto want = dtype_row_bytes_checked(t.raw_type, t.dims.empty() ? 1 : t.dims[0]);
+    const int64_t rows = t.dims.empty() ? 0 : t.n_elements() / t.dims[0];
+    if (!want || static_cast<uint64_t>(*want) * static_cast<uint64_t>(rows) != e.bytes.size())
+      return make_error(ErrorCode::kFormat, "gguf: {}: tensor '{}' has {} bytes, not its shape's", name_, e.name,
+                        e.bytes.size());
+    t.n_bytes = e.bytes.size();
+    t.data = e.bytes.data();
+    tensor_index_.emplace(t.name, tensors_.size());
+    tensors_.push_back(std::move(t));
+  }
+  external_owners_.push_back(std::move(owner));
+  return Status::ok_status();
+}
+
+bool GgufFile::owns_bytes_of(const GgufTensorInfo& tensor) const {
+  if (!owned_) return false;
+  const uint8_t* begin = owned_->data();
+  return tensor.data >= begin && tensor.data < begin + owned_->size();
 }
 
 namespace {

@@ -127,6 +127,21 @@ class GgufFile {
   // borrowed bytes. Returns the bytes released (whole pages inside the tensor).
   size_t release_tensor_pages(const GgufTensorInfo& tensor) const;
 
+  // A tensor whose bytes live outside this file's: a Hugging Face checkpoint's tensor bound in
+  // place in its mapped safetensors file (model/hf_checkpoint.h).
+  struct ExternalTensor {
+    std::string_view name;
+    DType type = DType::kF32;
+    std::vector<int64_t> dims;  // ggml order
+    std::span<const uint8_t> bytes;
+  };
+  // Adds such tensors after the file's own; `owner` keeps their bytes and names alive as long
+  // as this file. kFormat for a name already present or a size that is not the dims'.
+  Status add_external_tensors(std::vector<ExternalTensor> tensors, std::shared_ptr<const void> owner);
+  // Whether the tensor's bytes are a copy this file owns (parse_owned's buffer) rather than a
+  // view of a mapped or borrowed file: the memory ledger counts those as owned.
+  bool owns_bytes_of(const GgufTensorInfo& tensor) const;
+
  private:
   GgufFile() = default;
   friend class GgufParser;
@@ -134,6 +149,7 @@ class GgufFile {
   std::string name_;
   std::unique_ptr<MappedFile> map_;  // null when parsing borrowed bytes
   std::shared_ptr<const std::vector<uint8_t>> owned_;  // parse_owned's bytes
+  std::vector<std::shared_ptr<const void>> external_owners_;  // add_external_tensors'
   std::span<const uint8_t> bytes_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

@@ -31,6 +31,15 @@ std::optional<GgufTensor> find(std::string_view name, size_t begin, size_t end) 
   return std::nullopt;
 }
 
+// "<n>." at the front of `s`: n (>= 0) and the rest after the dot.
+std::optional<int> leading_index(std::string_view& s) {
+  int n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc() || n < 0 || end == s.data() + s.size() || *end != '.') return std::nullopt;
+  s = s.substr(static_cast<size_t>(end - s.data()) + 1);
+  return n;
+}
+
 }  // namespace
 
 bool gguf_tensor_per_block(GgufTensor t) { return static_cast<size_t>(t) >= kFirstPerBlock; }
@@ -54,16 +63,31 @@ std::string gguf_expert_tensor_name(GgufTensor merged, int64_t layer, int64_t ex
   return fmt::format("{}{}.{}.{}.weight", kBlk, layer, stem, expert);
 }
 
+
 std::optional<GgufTensorId> gguf_tensor_parse(std::string_view name) {
   if (auto t = find(name, 0, kFirstPerBlock)) return GgufTensorId{*t, -1};
   if (!name.starts_with(kBlk)) return std::nullopt;
-  const std::string_view rest = name.substr(kBlk.size());
-  int layer = 0;
-  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), layer);
-  if (ec != std::errc() || layer < 0 || end == rest.data() + rest.size() || *end != '.')
-    return std::nullopt;
-  const std::string_view what = rest.substr(static_cast<size_t>(end - rest.data()) + 1);
-  if (auto t = find(what, kFirstPerBlock, kNames.size())) return GgufTensorId{*t, layer};
+  std::string_view what = name.substr(kBlk.size());
+  const std::optional<int> layer = leading_index(what);
+  if (!layer) return std::nullopt;
+  if (auto t = find(what, kFirstPerBlock, kNames.size())) return GgufTensorId{*t, *layer};
+  return std::nullopt;
+}
+
+std::optional<GgufExpertTensorId> gguf_expert_tensor_parse(std::string_view name) {
+  if (!name.starts_with(kBlk)) return std::nullopt;
+  std::string_view rest = name.substr(kBlk.size());
+  const std::optional<int> layer = leading_index(rest);
+  if (!layer) return std::nullopt;
+  for (auto [stem, merged] : {std::pair{std::string_view("ffn_gate."), GgufTensor::kFfnGateExps},
+                              std::pair{std::string_view("ffn_up."), GgufTensor::kFfnUpExps},
+                              std::pair{std::string_view("ffn_down."), GgufTensor::kFfnDownExps}}) {
+    if (!rest.starts_with(stem)) continue;
+    std::string_view tail = rest.substr(stem.size());
+    const std::optional<int> expert = leading_index(tail);
+    if (!expert || tail != "weight") return std::nullopt;
+    return GgufExpertTensorId{merged, *layer, *expert};
+  }
   return std::nullopt;
 }
 

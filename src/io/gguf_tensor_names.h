@@ -66,4 +66,13 @@ struct GgufTensorId {
 // The tensor a GGUF name stands for; nullopt for a name outside the table.
 std::optional<GgufTensorId> gguf_tensor_parse(std::string_view name);
 
+// A per-expert name (gguf_expert_tensor_name's): the merged tensor it is one slice of
+// (kFfnGateExps, kFfnUpExps, kFfnDownExps), its block and its expert; nullopt otherwise.
+struct GgufExpertTensorId {
+  GgufTensor merged = GgufTensor::kFfnGateExps;
+  int layer = -1;
+  int expert = -1;
+};
+std::optional<GgufExpertTensorId> gguf_expert_tensor_parse(std::string_view name);
+
 }  // namespace tally::io

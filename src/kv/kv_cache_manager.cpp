@@ -69,6 +69,17 @@ void KvCacheManager::drop_behind_window(Seq& s, int32_t next_pos) {
   }
 }
 
+int32_t KvCacheManager::blocks_freed_by_drop(const Seq& s, int32_t next_pos) const {
+  if (sliding_window_ <= 0) return 0;
+  const int64_t first_needed = int64_t{next_pos} - sliding_window_ + 1;
+  if (first_needed <= 0) return 0;
+  const auto dead = static_cast<int32_t>(std::min<int64_t>(first_needed / block_size_,
+                                                           static_cast<int64_t>(s.blocks.size())));
+  int32_t freed = 0;
+  for (int32_t i = s.n_dropped; i < dead; ++i) freed += pool_.ref_count(s.blocks[i]) == 1 ? 1 : 0;
+  return freed;
+}
+
 int32_t KvCacheManager::num_dropped_blocks(SeqId seq) const {
   const Seq* s = find(seq);
   return s ? s->n_dropped : 0;
@@ -283,7 +294,8 @@ int32_t KvCacheManager::blocks_needed(SeqId seq, int32_t n_tokens) const {
   if (!s) return blocks_for(n_tokens);
   const int32_t have = static_cast<int32_t>(s->blocks.size());
   const int32_t grow = std::max(0, blocks_for(int64_t{s->n_tokens} + n_tokens) - have);
-  return grow + (shared_write_block(*s) >= 0 ? 1 : 0);
+  const int32_t taken = grow + (shared_write_block(*s) >= 0 ? 1 : 0);
+  return std::max(0, taken - blocks_freed_by_drop(*s, s->n_tokens));
 }
 
 bool KvCacheManager::can_append(SeqId seq, int32_t n_tokens) const {
@@ -301,9 +313,10 @@ Status KvCacheManager::append(SeqId seq, int32_t n_tokens, std::vector<BlockCopy
                       "kv: sequence {} needs {} blocks for {} more tokens, {} of {} free", seq,
                       needed, n_tokens, pool_.n_free(), pool_.n_blocks());
   }
-  // From here on nothing can fail: the pool holds `needed` blocks.
+  // From here on nothing can fail: the pool holds `needed` blocks once the drop is done.
   Seq& s = seqs_[seq];
   if (n_tokens == 0) return Status::ok_status();
+  drop_behind_window(s, s.n_tokens);  // the window of the first appended token
   const int32_t cow = shared_write_block(s);
   if (cow >= 0) {
     const BlockId src = s.blocks[cow];
@@ -314,7 +327,6 @@ Status KvCacheManager::append(SeqId seq, int32_t n_tokens, std::vector<BlockCopy
   }
   const int32_t want = blocks_for(int64_t{s.n_tokens} + n_tokens);
   while (static_cast<int32_t>(s.blocks.size()) < want) s.blocks.push_back(take_block());
-  drop_behind_window(s, s.n_tokens);  // the window of the first appended token
   s.n_tokens += n_tokens;
   n_seq_tokens_ += n_tokens;
   return Status::ok_status();

@@ -24,8 +24,9 @@
 // next token to compute is dropped, its table entry set to kNoBlock and the block released (an
 // indexed one stays in the prefix index like any released block: its KV is complete, and a hit
 // still needs the whole run from block 0). Dropping happens at the end of append(), for the
-// window of the sequence's first appended token (the count before the append), and at the end
-// of truncate(), for the new count: a rollback (speculation) never cuts below the count before
+// window of the sequence's first appended token (the count before the append; done before the
+// new blocks are taken, so the drop's blocks serve them), and at the end of truncate(), for the
+// new count: a rollback (speculation) never cuts below the count before
 // the last append, so no dropped block is needed again (truncate checks it). A sequence thus
 // holds at most ceil((window + appended tokens) / block_size) + 1 blocks.
 //
@@ -118,8 +119,9 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
 
   // Blocks that append(seq, n) would take from the pool: new blocks past the table, plus one
-  // if the block the first new token lands in is shared (copy-on-write). An unknown sequence
-  // counts as empty.
+  // if the block the first new token lands in is shared (copy-on-write), less the blocks it
+  // frees first behind the window of that token (sliding window; at least 0). An unknown
+  // sequence counts as empty.
   int32_t blocks_needed(SeqId seq, int32_t n_tokens) const;
   bool can_append(SeqId seq, int32_t n_tokens) const;
   // can_append that also leaves watermark_blocks() free (admission of a new sequence).
@@ -198,6 +200,8 @@ class KvCacheManager {
   void release_block(BlockId block);
   // Drops the blocks of `s` behind the window of a token at position `next_pos` (sliding window).
   void drop_behind_window(Seq& s, int32_t next_pos);
+  // Blocks drop_behind_window(s, next_pos) would return to the pool (those `s` alone holds).
+  int32_t blocks_freed_by_drop(const Seq& s, int32_t next_pos) const;
 
   // match_prefix's part below the pool: the tier hits from logical block `first` on.
   void match_tiers(std::span<const int32_t> tokens, std::string_view salt, int32_t first,

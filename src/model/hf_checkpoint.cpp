@@ -1,12 +1,15 @@
 #include "model/hf_checkpoint.h"
 
+#include <deque>
 #include <filesystem>
 #include <limits>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "io/gguf_tensor_names.h"
 #include "io/safetensors.h"
+#include "model/generation_config.h"
 #include "model/hf_tensors.h"
 #include "tokenizer/tokenizer_hf.h"
 
@@ -82,23 +85,13 @@ Status write_chat_template(const std::string& dir, const json& config, io::GgufW
   return Status::ok_status();
 }
 
-// generation_config.json: default sampling (llama.cpp's general.sampling.* keys) and its
-// eos_token_id (first of a list) where tokenizer_config.json names no EOS.
-Status read_generation_config(const std::string& dir, TokenizerVocab& v, io::GgufWriter& w) {
-  auto text = read_hf_file(dir + "/generation_config.json");
-  if (!text.ok()) return text.status().code() == ErrorCode::kNotFound ? Status::ok_status() : text.status();
-  const json g = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!g.is_object()) return make_error(ErrorCode::kFormat, "generation_config.json: not a JSON object");
-  if (auto it = g.find("temperature"); it != g.end() && it->is_number())
-    w.set_f32("general.sampling.temp", it->get<float>());
-  if (auto it = g.find("top_p"); it != g.end() && it->is_number())
-    w.set_f32("general.sampling.top_p", it->get<float>());
-  if (auto it = g.find("top_k"); it != g.end() && it->is_number_integer())
-    w.set_i32("general.sampling.top_k", it->get<int32_t>());
-  if (auto it = g.find("eos_token_id"); it != g.end() && !v.eos_id) {
-    const json* first = it->is_array() && !it->empty() ? &(*it)[0] : &*it;
-    if (first->is_number_integer()) v.eos_id = first->get<int32_t>();
-  }
+// generation_config.json: default sampling and stop ids (generation_config.h); its first
+// eos_token_id is the EOS where tokenizer_config.json names none.
+Status apply_generation_config(const std::string& dir, TokenizerVocab& v, io::GgufWriter& w) {
+  auto c = read_generation_config_dir(dir);
+  if (!c.ok()) return c.status();
+  if (!c->eos_ids.empty() && !v.eos_id) v.eos_id = c->eos_ids.front();
+  write_generation_config(*c, v.eos_id, w);
   return Status::ok_status();
 }
 
@@ -109,6 +102,51 @@ Result<json> read_json(const std::string& path) {
   return j;
 }
 
+// The tensors of a directory bound in place (open_model_file): views into the mapped
+// safetensors files, which this keeps open, under names it keeps.
+struct InPlaceTensors {
+  std::shared_ptr<io::SafetensorsCheckpoint> ckpt;
+  std::deque<std::string> names;
+  std::vector<io::GgufFile::ExternalTensor> tensors;
+
+  void add(std::string name, DType type, std::vector<int64_t> dims, std::span<const uint8_t> bytes) {
+    names.push_back(std::move(name));
+    tensors.push_back({names.back(), type, std::move(dims), bytes});
+  }
+};
+
+// Whether `t` is already what the GGUF tensor of `p` holds: same type, rows as they are, no
+// Gemma + 1, and aligned for its element type (the kernels read it in place).
+bool usable_in_place(const HfTensorPlan& p, const io::SafetensorsTensor& t) {
+  const size_t elem = p.type == DType::kF32 ? 4 : 2;
+  return p.order == HfRowOrder::kAsIs && !p.plus_one && t.type == p.type &&
+         reinterpret_cast<uintptr_t>(t.bytes.data()) % elem == 0;
+}
+
+// Binds `p` in place when its bytes can be used as they are in the checkpoint: one source
+// tensor, or the experts of a merged 3-D expert tensor, bound as the per-expert matrices the
+// model also reads (blk.N.ffn_gate.E.weight). False: `p` must be produced (copied).
+bool bind_in_place(const HfTensorPlan& p, InPlaceTensors& out) {
+  for (const io::SafetensorsTensor* t : p.sources)
+    if (!usable_in_place(p, *t)) return false;
+  if (p.sources.size() == 1) {
+    if (p.sources[0]->bytes.size() != p.n_bytes()) return false;
+    out.add(p.name, p.type, p.dims, p.sources[0]->bytes);
+    return true;
+  }
+  const std::optional<io::GgufTensorId> id = io::gguf_tensor_parse(p.name);
+  const bool experts = id && (id->tensor == io::GgufTensor::kFfnGateExps || id->tensor == io::GgufTensor::kFfnUpExps ||
+                              id->tensor == io::GgufTensor::kFfnDownExps);
+  if (!experts || p.dims.size() != 3 || static_cast<int64_t>(p.sources.size()) != p.dims[2]) return false;
+  const uint64_t expert_bytes = p.n_bytes() / p.sources.size();
+  for (const io::SafetensorsTensor* t : p.sources)
+    if (t->bytes.size() != expert_bytes) return false;
+  for (size_t e = 0; e < p.sources.size(); ++e)
+    out.add(io::gguf_expert_tensor_name(id->tensor, id->layer, static_cast<int64_t>(e)), p.type,
+            {p.dims[0], p.dims[1]}, p.sources[e]->bytes);
+  return true;
+}
+
 uint32_t file_type_of(DType t) {
   switch (t) {
     case DType::kF16: return 1;
@@ -117,8 +155,11 @@ uint32_t file_type_of(DType t) {
   }
 }
 
+// in_place: null to produce every tensor into `w`; else the tensors usable as they are go there
+// instead (bound by open_model_file), and only the others into `w`.
 Result<HfConvertSummary> convert(const std::string& dir, std::optional<DType> type, io::GgufWriter& w,
-                                 std::function<void()> on_tensor, bool metadata_only) {
+                                 std::function<void()> on_tensor, bool metadata_only,
+                                 InPlaceTensors* in_place = nullptr) {
   if (type && *type != DType::kF32 && *type != DType::kF16 && *type != DType::kBF16)
     return make_error(ErrorCode::kInvalidArgument, "weights of type {} (f32, f16 or bf16 here)", dtype_name(*type));
   auto config = read_json(dir + "/config.json");
@@ -148,7 +189,7 @@ Result<HfConvertSummary> convert(const std::string& dir, std::optional<DType> ty
   summary.n_shards = ckpt->n_files();
   w.set_u32("general.file_type", file_type_of(plans.front().type));
   w.set_u32("general.quantization_version", 2);
-  TALLY_RETURN_IF_ERROR(read_generation_config(dir, vocab, w));
+  TALLY_RETURN_IF_ERROR(apply_generation_config(dir, vocab, w));
   TALLY_RETURN_IF_ERROR(write_tokenizer(std::move(vocab), summary.info.n_vocab, w));
   TALLY_RETURN_IF_ERROR(write_chat_template(dir, tok_config, w));
 
@@ -161,9 +202,11 @@ Result<HfConvertSummary> convert(const std::string& dir, std::optional<DType> ty
                                        {reinterpret_cast<const uint8_t*>(f->data()), f->size() * sizeof(float)}));
     ++summary.n_tensors;
   }
+  if (in_place) in_place->ckpt = ckpt;
   for (HfTensorPlan& p : plans) {
     summary.tensor_bytes += p.n_bytes();
     ++summary.n_tensors;
+    if (in_place && bind_in_place(p, *in_place)) continue;
     auto plan = std::make_shared<HfTensorPlan>(std::move(p));
     TALLY_RETURN_IF_ERROR(w.add_tensor_streamed(
         plan->name, plan->type, plan->dims, [ckpt, plan, on_tensor](io::GgufWriter::TensorEmit emit) {
@@ -193,8 +236,13 @@ Result<HfConvertSummary> hf_dir_to_gguf(const std::string& dir, std::optional<DT
 Result<io::GgufFile> open_model_file(const std::string& path, bool metadata_only) {
   if (!is_hf_model_dir(path)) return io::GgufFile::open(path);
   io::GgufWriter w;
-  TALLY_RETURN_IF_ERROR(hf_dir_to_gguf(path, std::nullopt, w, {}, metadata_only));
-  return io::GgufFile::parse_owned(w.to_bytes(), path);
+  auto in_place = std::make_shared<InPlaceTensors>();
+  auto s = convert(path, std::nullopt, w, {}, metadata_only, in_place.get());
+  if (!s.ok()) return s.status().with_context(path);
+  TALLY_ASSIGN_OR_RETURN(io::GgufFile file, io::GgufFile::parse_owned(w.to_bytes(), path));
+  std::vector<io::GgufFile::ExternalTensor> tensors = std::move(in_place->tensors);
+  TALLY_RETURN_IF_ERROR(file.add_external_tensors(std::move(tensors), std::move(in_place)));
+  return file;
 }
 
 }  // namespace tally

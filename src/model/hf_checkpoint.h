@@ -37,8 +37,12 @@ bool is_hf_model_dir(const std::string& path);
 Result<HfConvertSummary> hf_dir_to_gguf(const std::string& dir, std::optional<DType> type, io::GgufWriter& w,
                                         std::function<void()> on_tensor = {}, bool metadata_only = false);
 
-// A GGUF file path (mapped), or a Hugging Face directory converted in memory (weights copied
-// once, in their own types; none with metadata_only, for the tokenizer and chat template).
+// A GGUF file path (mapped), or a Hugging Face directory converted in memory: its metadata, and
+// its tensors in their own types, bound in place in the mapped safetensors files where the
+// bytes are already the GGUF tensor's (f32/f16/bf16 as stored, rows as they are: most
+// matrices; experts as per-expert matrices) and copied where they must be transformed (llama's
+// q/k rope permutation, Gemma's 1 + w norms, 1-D tensors stored below f32); none with
+// metadata_only (for the tokenizer and chat template).
 Result<io::GgufFile> open_model_file(const std::string& path, bool metadata_only = false);
 
 }  // namespace tally

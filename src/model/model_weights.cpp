@@ -83,7 +83,7 @@ class Binder {
     if (t->n_bytes < static_cast<uint64_t>(dtype_row_bytes(t->type, n)))
       return make_error(ErrorCode::kFormat, "model: tensor '{}' does not fit its {} bytes", name, t->n_bytes);
     if (t->type == DType::kF32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
-      w_.mapped_bytes += n * 4;
+      count_view(*t, n * 4);
       fault_in(t->data, static_cast<size_t>(n * 4));
       return std::span<const float>(reinterpret_cast<const float*>(t->data), n);
     }
@@ -119,7 +119,7 @@ class Binder {
       first_row += r;
     }
     if (!repack || !backend_.can_prepare(t->type)) {
-      w_.mapped_bytes += *row_bytes * n_out;
+      count_view(*t, *row_bytes * n_out);
       fault_in(t->data, static_cast<size_t>(*row_bytes * n_out));
       return views;
     }
@@ -132,6 +132,12 @@ class Binder {
     // The copies hold every byte of the source: its mapped pages would be resident twice.
     w_.released_bytes += static_cast<int64_t>(gguf_.release_tensor_pages(*t));
     return views;
+  }
+
+  // A view used in place: of a mapped file (shared page cache), or of bytes the model file
+  // itself copied into memory (a Hugging Face tensor that had to be transformed).
+  void count_view(const io::GgufTensorInfo& t, int64_t bytes) {
+    (gguf_.owns_bytes_of(t) ? w_.owned_bytes : w_.mapped_bytes) += bytes;
   }
 
   const io::GgufFile& gguf_;

@@ -60,7 +60,8 @@ struct ModelWeights {
                                                           // (views point here)
   int64_t mapped_bytes = 0;               // bytes used in place from the file's mapping
                                           // (repacked sources excluded: see released_bytes)
-  int64_t owned_bytes = 0;                // bytes converted or repacked into memory
+  int64_t owned_bytes = 0;                // bytes converted or repacked into memory (and the
+                                          // transformed tensors of a Hugging Face directory)
   int64_t repacked_bytes = 0;             // of owned_bytes, the repacked matrices
   int64_t released_bytes = 0;             // mapped pages of repacked sources dropped after the
                                           // copy (whole pages; 0 for a file not mapped)

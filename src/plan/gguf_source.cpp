@@ -54,7 +54,15 @@ bool gguf_name_is_tensor(std::string_view name, io::GgufTensor tensor) {
 }
 
 // Role (and block) of a tensor from its GGUF name; names outside llama.cpp's table stay kOther.
+// An old Mixtral conversion's per-expert matrix (blk.N.ffn_gate.E.weight) is one expert of the
+// merged tensor: an expert weight like it, not "other".
 void classify(std::string_view name, PlanTensor& t) {
+  if (const std::optional<io::GgufExpertTensorId> e = io::gguf_expert_tensor_parse(name)) {
+    t.role = role_of(e->merged);
+    t.layer = e->layer;
+    t.n_experts = 1;
+    return;
+  }
   const std::optional<io::GgufTensorId> id = io::gguf_tensor_parse(name);
   if (!id) return;
   t.role = role_of(id->tensor);

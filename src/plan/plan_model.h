@@ -44,7 +44,8 @@ struct PlanTensor {
   int64_t n_rows = 1;
   std::optional<DType> file_type;  // the type stored in a GGUF file
   int64_t file_bytes = 0;          // its real size in that file (0 when not from a file)
-  // An expert tensor (3-D in GGUF: [n_cols, n_rows / n_experts, n_experts]); 0 for 1-D/2-D.
+  // An expert tensor (3-D in GGUF: [n_cols, n_rows / n_experts, n_experts]); 1 for one expert's
+  // own matrix (blk.N.ffn_gate.E.weight, old Mixtral conversions); 0 for other 1-D/2-D tensors.
   int64_t n_experts = 0;
 
   int64_t n_elements() const { return n_cols * n_rows; }

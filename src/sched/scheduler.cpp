@@ -70,9 +70,16 @@ int32_t Scheduler::worst_case_blocks(const SchedulerConfig& config, const Reques
   if (config.policy == SchedulePolicy::kStatic) {
     return spec.n * blocks_for(config.max_model_len);
   }
-  if (spec.n == 1) return blocks_for(stored);
+  // With the sliding window's blocks freed, a sample holds those from its window's first
+  // position through the last token of its step (at most max_batched_tokens), one more where
+  // the window starts mid-block (kv_cache_manager.h); `tally plan` counts the same.
+  const int32_t window = config.kv.sliding_window;
+  const int32_t step = std::min(config.max_batched_tokens, stored);
+  const int32_t per_sample = window > 0 ? std::min(blocks_for(stored), blocks_for(int64_t{window} - 1 + step) + 1)
+                                        : blocks_for(stored);
+  if (spec.n == 1) return per_sample;
   const int32_t shared_full = prompt / bs;
-  return blocks_for(prompt) + spec.n * (blocks_for(stored) - shared_full);
+  return std::min(blocks_for(prompt) + spec.n * (blocks_for(stored) - shared_full), spec.n * per_sample);
 }
 
 Status Scheduler::check_request(const SchedulerConfig& config, const RequestSpec& spec) {

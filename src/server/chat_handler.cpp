@@ -33,7 +33,7 @@ void handle_chat_completions(ServerContext& ctx, std::shared_ptr<HttpExchange> e
   };
   auto state = std::make_shared<State>();
   IgnoredFields ignored;
-  if (auto e = parse_chat_request(exchange->request().body, state->req, ignored)) {
+  if (auto e = parse_chat_request(exchange->request().body, state->req, ignored, ctx.config.request_sampling)) {
     return reply_error(*exchange, *e);
   }
   log_ignored_fields(*exchange, ignored);

@@ -65,10 +65,10 @@ Error read_chat_logprobs(const Json& o, GenerationParams& p) {
 }  // namespace
 
 std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest& out,
-                                           IgnoredFields& ignored) {
+                                           IgnoredFields& ignored, const SamplingParams& defaults) {
   Json o;
   TALLY_API_TRY(parse_object(body, o));
-  TALLY_API_TRY(read_generation_common(o, out.params));
+  TALLY_API_TRY(read_generation_common(o, out.params, defaults));
   // max_completion_tokens is the newer name of max_tokens; it wins when both are given.
   TALLY_API_TRY(read_int(o, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max(),
                          out.params.max_tokens));

@@ -46,7 +46,7 @@ void handle_completions(ServerContext& ctx, std::shared_ptr<HttpExchange> exchan
   };
   auto state = std::make_shared<State>();
   IgnoredFields ignored;
-  if (auto e = parse_completion_request(exchange->request().body, state->req, ignored)) {
+  if (auto e = parse_completion_request(exchange->request().body, state->req, ignored, ctx.config.request_sampling)) {
     return reply_error(*exchange, *e);
   }
   log_ignored_fields(*exchange, ignored);

@@ -11,8 +11,9 @@
 
 namespace tally::server {
 
-// Sampling (with OpenAI's defaults for what is absent), limits, stop, streaming, extensions.
-std::optional<ApiError> read_generation_common(const nlohmann::json& o, GenerationParams& p);
+// Sampling (`defaults` for what is absent), limits, stop, streaming, extensions.
+std::optional<ApiError> read_generation_common(const nlohmann::json& o, GenerationParams& p,
+                                               const SamplingParams& defaults);
 // The names read_generation_common() knows.
 const std::vector<std::string_view>& generation_common_fields();
 

@@ -44,19 +44,6 @@ const std::vector<std::string_view> kCommonFields = {"model",
                                                      "min_tokens",
                                                      "logprobs"};
 
-// OpenAI's defaults, not the CLI's: temperature 1, no top-k / top-p / min-p cut, penalties
-// over the whole output.
-SamplingParams openai_sampling_defaults() {
-  SamplingParams s;
-  s.temperature = 1.0f;
-  s.top_k = 0;
-  s.top_p = 1.0f;
-  s.min_p = 0.0f;
-  s.penalty_last_n = -1;
-  s.seed = kRandomSeed;
-  return s;
-}
-
 Error read_stop(const Json& object, std::vector<std::string>& out) {
   const Json* v = find(object, "stop");
   if (!v) return std::nullopt;
@@ -158,8 +145,20 @@ Error read_sampling(const Json& o, SamplingParams& s) {
 
 }  // namespace
 
-Error read_generation_common(const Json& o, GenerationParams& p) {
-  p.request.sampling = openai_sampling_defaults();
+// Not the CLI's defaults: OpenAI's.
+SamplingParams openai_sampling_defaults() {
+  SamplingParams s;
+  s.temperature = 1.0f;
+  s.top_k = 0;
+  s.top_p = 1.0f;
+  s.min_p = 0.0f;
+  s.penalty_last_n = -1;
+  s.seed = kRandomSeed;
+  return s;
+}
+
+Error read_generation_common(const Json& o, GenerationParams& p, const SamplingParams& defaults) {
+  p.request.sampling = defaults;
   TALLY_API_TRY(read_string(o, "model", p.model));
   TALLY_API_TRY(read_int(o, "max_tokens", 1, kMaxInt32, p.max_tokens));
   TALLY_API_TRY(read_sampling(o, p.request.sampling));
@@ -229,10 +228,10 @@ Error read_prompts(const Json& o, std::vector<PromptInput>& out) {
 }  // namespace
 
 std::optional<ApiError> parse_completion_request(std::string_view body, CompletionRequest& out,
-                                                 IgnoredFields& ignored) {
+                                                 IgnoredFields& ignored, const SamplingParams& defaults) {
   Json o;
   TALLY_API_TRY(parse_object(body, o));
-  TALLY_API_TRY(read_generation_common(o, out.params));
+  TALLY_API_TRY(read_generation_common(o, out.params, defaults));
   TALLY_API_TRY(read_prompts(o, out.prompts));
   TALLY_API_TRY(read_bool(o, "echo", out.echo));
   std::optional<int64_t> logprobs;

@@ -58,10 +58,18 @@ struct ChatRequest {
 // Request fields that were present but are not used.
 using IgnoredFields = std::vector<std::string>;
 
+// OpenAI's defaults (temperature 1, no top-k / top-p / min-p cut, penalties over the whole
+// output, a random seed): what a field a request does not send gets, unless the model's own
+// defaults (ServerConfig::request_sampling) replace some of them.
+SamplingParams openai_sampling_defaults();
+
+// `defaults`: the sampling a request starts from; the fields it sends override them.
 std::optional<ApiError> parse_completion_request(std::string_view body, CompletionRequest& out,
-                                                 IgnoredFields& ignored);
+                                                 IgnoredFields& ignored,
+                                                 const SamplingParams& defaults = openai_sampling_defaults());
 std::optional<ApiError> parse_chat_request(std::string_view body, ChatRequest& out,
-                                           IgnoredFields& ignored);
+                                           IgnoredFields& ignored,
+                                           const SamplingParams& defaults = openai_sampling_defaults());
 
 // /tokenize: {"prompt": "..."} or {"messages": [...]}, "add_special_tokens", ...
 struct TokenizeRequest {

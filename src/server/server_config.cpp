@@ -16,6 +16,11 @@ void serve_add_flags(CLI::App& app, ServeOptions& o) {
   app.add_option("-m,--model", s.model_path, "GGUF model file or Hugging Face model directory")->capture_default_str();
   app.add_option("--served-model-name", s.served_model_names,
                  "Name(s) clients use in \"model\" (repeatable; default: the file's stem)");
+  app.add_option("--generation-config", s.generation_config,
+                 "Default sampling of requests: 'auto' = the model's (generation_config.json / "
+                 "general.sampling.*), 'none' = OpenAI's, or a directory with a "
+                 "generation_config.json; a request's own fields win")
+      ->capture_default_str();
   // Security and limits.
   app.add_option("--api-key", s.api_keys, "Require 'Authorization: Bearer KEY' (repeatable)");
   app.add_option("--api-keys-file", s.api_keys_file,

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "engine/engine_flags.h"
 #include "server/http_server.h"
+#include "server/openai_request.h"
 #include "server/rate_limiter.h"
 
 namespace tally::server {
@@ -34,6 +35,11 @@ struct ServerConfig {
   double drain_timeout = 30;     // seconds SIGTERM waits for running requests
   std::string access_log = "-";  // "-" stdout, "off", or a file
   std::string metrics_prefix = "tally";
+  // --generation-config: "auto" (the model's default sampling), "none", or a directory with a
+  // generation_config.json; resolved by the command into request_sampling.
+  std::string generation_config = "auto";
+  // What a request's absent sampling fields get: OpenAI's defaults with the model's on top.
+  SamplingParams request_sampling = openai_sampling_defaults();
 };
 
 // The flags as typed, converted by serve_finalize() (the server's) and by the command with

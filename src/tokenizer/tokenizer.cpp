@@ -138,6 +138,9 @@ void Tokenizer::find_special_ids(const TokenizerVocab& vocab) {
   for (int32_t id : {eos_id_, eot_id_, eom_id_}) {
     if (id >= 0) eog_[id] = 1;
   }
+  for (int32_t id : vocab.extra_eos_ids) {
+    if (id >= 0 && id < n_vocab) eog_[id] = 1;
+  }
   // As llama.cpp: a token that ends generation is a control token whatever its stored type.
   for (int32_t id = 0; id < n_vocab; ++id) {
     if (eog_[id]) vocab_->type[id] = TokenType::kControl;

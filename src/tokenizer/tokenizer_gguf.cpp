@@ -52,6 +52,15 @@ Status read_specials(const io::GgufFile& f, TokenizerVocab& v) {
   TALLY_ASSIGN_OR_RETURN(v.eot_id, optional_id(f, "tokenizer.ggml.eot_token_id"));
   TALLY_ASSIGN_OR_RETURN(v.eom_id, optional_id(f, "tokenizer.ggml.eom_token_id"));
   TALLY_ASSIGN_OR_RETURN(v.unk_id, optional_id(f, "tokenizer.ggml.unknown_token_id"));
+  if (f.find("tokenizer.ggml.eos_token_ids") != nullptr) {
+    TALLY_ASSIGN_OR_RETURN(auto ids, f.get_int_array("tokenizer.ggml.eos_token_ids"));
+    for (int64_t id : ids) {
+      if (id < 0 || id >= static_cast<int64_t>(v.tokens.size()))
+        return make_error(ErrorCode::kFormat, "tokenizer.ggml.eos_token_ids: {} is not a token of the {}-token vocabulary",
+                          id, v.tokens.size());
+      v.extra_eos_ids.push_back(static_cast<int32_t>(id));
+    }
+  }
   TALLY_ASSIGN_OR_RETURN(v.add_bos, optional_bool(f, "tokenizer.ggml.add_bos_token"));
   TALLY_ASSIGN_OR_RETURN(v.add_eos, optional_bool(f, "tokenizer.ggml.add_eos_token"));
   TALLY_ASSIGN_OR_RETURN(v.add_space_prefix, optional_bool(f, "tokenizer.ggml.add_space_prefix"));

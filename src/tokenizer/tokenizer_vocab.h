@@ -46,6 +46,8 @@ struct TokenizerVocab {
   std::optional<int32_t> eos_id;     // SPM default 2, BPE default 11
   std::optional<int32_t> eot_id;     // default: found by text (<|eot_id|>, <|im_end|>, ...)
   std::optional<int32_t> eom_id;     // default: found by text (<|eom_id|>)
+  std::vector<int32_t> extra_eos_ids;  // more ids that end generation (tokenizer.ggml.eos_token_ids,
+                                       // from generation_config.json's eos_token_id list)
   std::optional<int32_t> unk_id;     // SPM default 0, BPE none
   std::optional<bool> add_bos;       // SPM true; BPE false, except llama3-family pre
   std::optional<bool> add_eos;       // false

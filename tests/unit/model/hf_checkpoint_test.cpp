@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "hf_dir_writer.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "model/generation_config.h"
 #include "model/hf_checkpoint.h"
 #include "model/model.h"
 #include "model_runner.h"
@@ -207,6 +209,68 @@ TEST_P(HfCheckpoint, ConvertReproducesTheGgufTensorsAndMetadata) {
   EXPECT_EQ(or_default<int64_t>(out->get_int("tokenizer.ggml.eos_token_id"), -1), 98);
   EXPECT_EQ(or_default<int64_t>(out->get_int("tokenizer.ggml.bos_token_id"), -1), 99);
   EXPECT_TRUE(out->get_string("tokenizer.chat_template").ok());
+}
+
+// The file mapped at `p` in this process ("" when none): /proc/self/maps.
+std::string mapped_file_at(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &begin, &end) != 2 || addr < begin || addr >= end) continue;
+    const size_t slash = line.find('/');
+    return slash == std::string::npos ? std::string() : line.substr(slash);
+  }
+  return {};
+}
+
+// `-m DIR` binds the tensors whose bytes are already the GGUF's in the mapped safetensors files
+// (experts as per-expert matrices); only transformed ones (llama's q/k rope permutation, biases included,
+// Gemma's 1 + w norms) are copies, and the ledger counts them so.
+TEST_P(HfCheckpoint, WeightsAreBoundInPlaceInTheMappedFiles) {
+  const HfCase& c = GetParam();
+  const std::vector<uint8_t> bytes = make_tiny_gguf(c.spec);
+  auto gguf = tally::io::GgufFile::parse(bytes);
+  ASSERT_TRUE(gguf.ok());
+  dir_ = temp_dir(c.label + "_in_place");
+  HfDirOptions o;
+  o.shards = 2;
+  o.extra_config = c.extra_config;
+  write_hf_dir(c.spec, *gguf, dir_, o);
+  auto loaded = tally::Model::load(dir_);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  const tally::io::GgufFile& f = (*loaded)->gguf();
+  const bool permuted = c.spec.arch == "llama";
+  const bool gemma = c.spec.arch.starts_with("gemma");
+  int64_t in_place = 0, copied = 0;
+  for (const auto& t : f.tensors()) {
+    SCOPED_TRACE(std::string(t.name));
+    const std::string file = mapped_file_at(t.data);
+    const bool mapped = file.starts_with(dir_ + "/") && file.ends_with(".safetensors");
+    EXPECT_NE(mapped, f.owns_bytes_of(t));  // one or the other
+    const std::string_view name = t.name;
+    const bool qk = name.ends_with("attn_q.weight") || name.ends_with("attn_k.weight") ||
+                    name.ends_with("attn_q.bias") || name.ends_with("attn_k.bias");
+    const bool must_copy = (permuted && qk) ||
+                           (gemma && name.ends_with("norm.weight"));
+    EXPECT_EQ(mapped, !must_copy);
+    (mapped ? in_place : copied) += static_cast<int64_t>(t.n_bytes);
+  }
+  EXPECT_GT(in_place, copied);
+  if (c.spec.n_expert > 0) {  // experts bound one matrix each, never stacked into a copy
+    EXPECT_EQ(f.find_tensor("blk.0.ffn_gate_exps.weight"), nullptr);
+    const tally::io::GgufTensorInfo* e = f.find_tensor("blk.0.ffn_down.3.weight");
+    ASSERT_NE(e, nullptr);
+    EXPECT_FALSE(f.owns_bytes_of(*e));
+  }
+  const tally::ModelWeights& w = (*loaded)->weights();
+  EXPECT_GT(w.mapped_bytes, 0);
+  if (!permuted && !gemma) {
+    EXPECT_EQ(w.owned_bytes, 0);
+  }
+  if (permuted) {
+    EXPECT_GT(w.owned_bytes, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, HfCheckpoint, ::testing::ValuesIn(cases()),
@@ -408,6 +472,32 @@ TEST_F(HfCheckpointErrors, GenerationConfigGivesSamplingDefaults) {
   EXPECT_FLOAT_EQ(static_cast<float>(or_default(f->get_float("general.sampling.top_p"), 0.0)), 0.9f);
   EXPECT_EQ(or_default<int64_t>(f->get_int("general.sampling.top_k"), 0), 20);
   EXPECT_EQ(or_default<int64_t>(f->get_int("tokenizer.ggml.eos_token_id"), 0), 98);  // tokenizer_config's
+  // The whole eos list ends generation: 97 is an ordinary token of the tokenizer otherwise.
+  auto tok = tally::Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_TRUE((*tok)->is_eog(98));
+  EXPECT_TRUE((*tok)->is_eog(97));
+  auto d = tally::read_gguf_sampling_defaults(*f);
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_EQ(d->temperature, 0.6f);
+  EXPECT_EQ(d->top_p, 0.9f);
+  EXPECT_EQ(d->top_k, 20);
+  EXPECT_FALSE(d->min_p.has_value());
+
+  std::ofstream(dir_ + "/generation_config.json", std::ios::trunc) << R"({"eos_token_id": 98})";
+  f = tally::open_model_file(dir_);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  tok = tally::Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_FALSE((*tok)->is_eog(97));
+  EXPECT_EQ(f->find("tokenizer.ggml.eos_token_ids"), nullptr);  // nothing beyond the tokenizer's EOS
+  d = tally::read_gguf_sampling_defaults(*f);
+  ASSERT_TRUE(d.ok() && d->empty());
+
+  std::ofstream(dir_ + "/generation_config.json", std::ios::trunc) << R"({"top_p": "high"})";
+  expect_error("generation_config.json: top_p is not a number", tally::ErrorCode::kFormat);
+  std::ofstream(dir_ + "/generation_config.json", std::ios::trunc) << R"({"temperature": -1})";
+  expect_error("temperature", tally::ErrorCode::kFormat);
 }
 
 }  // namespace

@@ -76,8 +76,10 @@ inline std::vector<std::vector<TokenId>> toy_reference(const ToyRequest& spec,
 
 class ToyRunner {
  public:
-  ToyRunner(int32_t n_blocks, int32_t block_size, int32_t vocab)
-      : block_size_(block_size), vocab_(vocab), kv_(size_t(n_blocks) * block_size, -1) {}
+  // window > 0: the KV behind each row's window is gone (kNoBlock); those positions are read
+  // from the scheduler's history instead.
+  ToyRunner(int32_t n_blocks, int32_t block_size, int32_t vocab, int32_t window = 0)
+      : block_size_(block_size), vocab_(vocab), window_(window), kv_(size_t(n_blocks) * block_size, -1) {}
 
   // Sequences that were computed and not yet reported in freed_seq_ids: 0 once every request
   // is gone, or a sequence was never reported freed (bookkeeping for that check only).
@@ -117,7 +119,9 @@ class ToyRunner {
         return {};
       }
       EXPECT_LE(row.start + row.n_tokens, req->known_tokens(*seq));
-      for (int32_t p = 0; p < row.start + row.n_tokens; ++p) {
+      const int32_t first_kept = window_ > 0 ? std::max(0, row.start - window_ + 1) : 0;
+      for (int32_t p = 0; p < first_kept; ++p) read[r].push_back(req->token_at(*seq, p));
+      for (int32_t p = first_kept; p < row.start + row.n_tokens; ++p) {
         const TokenId* at = slot(out.block_table(row), p);
         const TokenId want = req->token_at(*seq, p);
         if (!at || *at != want) {
@@ -150,12 +154,13 @@ class ToyRunner {
   }
   TokenId* slot(std::span<const BlockId> table, int32_t pos) {
     const size_t block = size_t(pos) / block_size_;
-    if (block >= table.size()) return nullptr;
+    if (block >= table.size() || table[block] == tally::kNoBlock) return nullptr;
     return &kv_[size_t(table[block]) * block_size_ + pos % block_size_];
   }
 
   int32_t block_size_;
   int32_t vocab_;
+  int32_t window_;
   std::set<SeqId> unfreed_;
   std::vector<TokenId> kv_;  // [n_blocks][block_size] token whose KV each slot holds
 };
@@ -167,7 +172,7 @@ class ToyDriver {
  public:
   ToyDriver(tally::Scheduler& sched, int32_t vocab)
       : sched_(sched),
-        runner_(sched.kv().n_blocks(), sched.kv().block_size(), vocab) {}
+        runner_(sched.kv().n_blocks(), sched.kv().block_size(), vocab, sched.kv().sliding_window()) {}
 
   tally::Status add(const ToyRequest& spec) {
     tally::Status s = sched_.add_request(spec);

@@ -56,6 +56,27 @@ TEST(CompletionRequest, OpenAiDefaults) {
   EXPECT_EQ(req.params.logprobs, -1);
 }
 
+// The server's defaults (the model's generation config over OpenAI's) fill what a request does
+// not send; what it sends wins, in both endpoints.
+TEST(CompletionRequest, ModelDefaultsFillOnlyAbsentFields) {
+  tally::SamplingParams defaults = openai_sampling_defaults();
+  defaults.temperature = 0.6f;
+  defaults.top_k = 20;
+  defaults.top_p = 0.9f;
+  CompletionRequest req;
+  IgnoredFields ignored;
+  ASSERT_FALSE(parse_completion_request(R"({"prompt": "hi", "top_k": 5})", req, ignored, defaults));
+  EXPECT_FLOAT_EQ(req.params.request.sampling.temperature, 0.6f);
+  EXPECT_EQ(req.params.request.sampling.top_k, 5);
+  EXPECT_FLOAT_EQ(req.params.request.sampling.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(req.params.request.sampling.min_p, 0.0f);  // OpenAI's: the model names none
+  ChatRequest chat;
+  ASSERT_FALSE(parse_chat_request(R"({"messages": [{"role": "user", "content": "hi"}], "temperature": 0})",
+                                  chat, ignored, defaults));
+  EXPECT_FLOAT_EQ(chat.params.request.sampling.temperature, 0.0f);
+  EXPECT_EQ(chat.params.request.sampling.top_k, 20);
+}
+
 TEST(CompletionRequest, EveryParameter) {
   auto req = completion(R"({"model": "m", "prompt": "hi", "max_tokens": 7, "temperature": 0,
     "top_p": 0.5, "top_k": 3, "min_p": 0.1, "n": 2, "stop": ["x", "yz"], "seed": 42,
