@@ -23,12 +23,31 @@ namespace tally {
 // output must not depend on it).
 enum class DraftLengthRule : uint8_t { kAdaptive, kFixed, kRandomForTest };
 
-// An EWMA of one sequence's per-position acceptance. It starts at an even guess and follows
-// the last ~1 / kWeight compared positions.
+// An EWMA of one sequence's per-position acceptance, following the last ~1 / kWeight compared
+// positions. Before its first trial a sequence has no estimate of its own: it starts from the
+// pooled one (below), so a new request drafts only where recent requests' guesses were right.
 struct AcceptanceEstimate {
   static constexpr float kPrior = 0.5f;
   static constexpr float kWeight = 0.15f;
   float alpha = kPrior;
+  int32_t trials = 0;
+  void observe(bool accepted) { observe(accepted, alpha); }
+  // The first trial starts from `prior` (the pooled estimate) instead of kPrior.
+  void observe(bool accepted, float prior) {
+    if (trials++ == 0) alpha = prior;
+    alpha += kWeight * ((accepted ? 1.0f : 0.0f) - alpha);
+  }
+  // What the rule uses: its own estimate once it has one, else the pooled one.
+  float estimate(float pooled) const { return trials > 0 ? alpha : pooled; }
+};
+
+// The acceptance of every sequence's trials of one source together, a slower EWMA: the
+// estimate a sequence starts from. Without it each new request started at kPrior, enough for
+// the rule to draft its first guesses in full, and on text the model does not copy each
+// request paid a rejected draft (and, in a batch, a step of unmeasured size) before it learnt.
+struct PooledAcceptance {
+  static constexpr float kWeight = 0.05f;
+  float alpha = AcceptanceEstimate::kPrior;
   void observe(bool accepted) { alpha += kWeight * ((accepted ? 1.0f : 0.0f) - alpha); }
 };
 

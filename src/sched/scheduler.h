@@ -176,6 +176,8 @@ class Scheduler {
     step_cost_.record(positions, seconds);
   }
   const StepCostTable& step_cost() const { return step_cost_; }
+  // Where a new sequence's n-gram acceptance estimate starts (draft_length.h).
+  float pooled_ngram_acceptance() const { return pooled_ngram_acceptance_.alpha; }
   // The draft model's cost per pass by its rows (a pass after the step's first: draft tokens
   // only), reported by the engine; the adaptive rule prices model drafts with it.
   void record_draft_pass_time(int32_t rows, double seconds) {
@@ -260,6 +262,9 @@ class Scheduler {
   PrefixMatch match_;                    // scratch of admit_waiting()
   StepCostTable step_cost_;              // speculation: T(n), fed by record_step_time()
   StepCostTable draft_pass_cost_;        // D(rows), fed by record_draft_pass_time()
+  // Every sequence's trials together, per source: where a new sequence's estimate starts.
+  PooledAcceptance pooled_ngram_acceptance_;
+  PooledAcceptance pooled_model_acceptance_;
   std::mt19937_64 draft_rng_;            // DraftLengthRule::kRandomForTest
   std::vector<Sequence*> draft_seqs_;    // scratch of choose_draft_lengths_for_step()
   std::vector<DraftCandidate> draft_candidates_;

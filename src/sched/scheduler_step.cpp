@@ -112,7 +112,8 @@ void Scheduler::choose_draft_lengths_for_step() {
       // A draft model's acceptance is learned from its drafts (its guesses come after
       // scheduling), an n-gram guess's from every guess, drafted or not.
       draft_candidates_.push_back(
-          {s.draft_by_model ? s.model_acceptance.alpha : s.acceptance.alpha,
+          {s.draft_by_model ? s.model_acceptance.estimate(pooled_model_acceptance_.alpha)
+                            : s.acceptance.estimate(pooled_ngram_acceptance_.alpha),
            static_cast<int32_t>(s.draft_guess.size()), s.draft_by_model});
     });
   }

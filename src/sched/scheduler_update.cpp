@@ -55,10 +55,12 @@ void Scheduler::observe_draft_guess(Sequence& s, const SchedulerOutput& out,
       model ? (row.draft_by_model ? out.draft(row) : std::span<const TokenId>{})
             : std::span<const TokenId>(s.draft_guess);
   AcceptanceEstimate& a = model ? s.model_acceptance : s.acceptance;
+  PooledAcceptance& pooled = model ? pooled_model_acceptance_ : pooled_ngram_acceptance_;
   const size_t n = std::min(got.size(), guess.size());
   for (size_t j = 0; j < n; ++j) {
     const bool hit = got[j] == guess[j];
-    a.observe(hit);
+    a.observe(hit, pooled.alpha);
+    pooled.observe(hit);
     if (!hit) break;
   }
 }

@@ -185,6 +185,51 @@ TEST(SpecSchedule, AdaptiveDraftsOnlyWhereTheStepCostSaysItPaysAndLearnsWithoutD
   EXPECT_LT(s.find_request(1)->samples[0].acceptance.alpha, alpha);
 }
 
+// A new sequence starts from the pooled acceptance of earlier sequences' guesses, not from an
+// even guess: after a request whose guesses all missed, a new request with a repeating prompt
+// does not draft its first guesses (each such draft is a loss on text the model does not
+// copy), while the same request on a fresh scheduler does.
+TEST(SpecSchedule, ANewSequenceStartsFromThePooledAcceptance) {
+  SchedulerConfig c = spec_sched_config();
+  c.spec.draft_length = DraftLengthRule::kAdaptive;
+  c.max_model_len = 64;
+  // A draft position costs a fifth of a step: one draft token pays from acceptance ~0.32.
+  const auto priced = [&](Scheduler& s) {
+    for (int32_t n = 1; n <= c.max_batched_tokens; ++n) {
+      s.record_step_time(n, 1e-3 * (1 + 0.2 * (n - 1)));
+    }
+  };
+  const auto first_decode_drafts = [&](Scheduler& s, RequestId id) {
+    RequestSpec r = spec_request(id, {5, 6, 5, 6, 5, 6, 5});
+    r.max_tokens = 4;
+    EXPECT_TRUE(s.add_request(r).ok());
+    SchedulerOutput out = s.schedule();
+    spec_update(s, out, {6});
+    out = s.schedule();
+    EXPECT_EQ(out.scheduled.size(), 1u);
+    return out.scheduled.empty() ? -1 : out.scheduled[0].n_draft;
+  };
+  Scheduler fresh = make_spec_scheduler(c);
+  priced(fresh);
+  EXPECT_GT(first_decode_drafts(fresh, 2), 0);
+
+  Scheduler s = make_spec_scheduler(c);
+  priced(s);
+  RequestSpec r = spec_request(1, {1, 2, 3, 1, 2, 3, 1, 2});
+  r.max_tokens = 48;
+  ASSERT_TRUE(s.add_request(r).ok());
+  // Outputs alternate 1 and a new token: every guess (what followed the last 1) misses.
+  TokenId fresh_token = 100;
+  for (int32_t i = 0; i < r.max_tokens; ++i) {
+    SchedulerOutput out = s.schedule();
+    ASSERT_EQ(out.scheduled.size(), 1u);
+    const TokenId t = i % 2 == 1 ? 1 : fresh_token++;
+    spec_update(s, out, {t}, i + 1 == r.max_tokens ? FinishReason::kLength : FinishReason::kNone);
+  }
+  EXPECT_LT(s.pooled_ngram_acceptance(), 0.25f);
+  EXPECT_EQ(first_decode_drafts(s, 2), 0);
+}
+
 // `auto` with a draft model picks the source per sequence and step: the n-gram drafter where
 // it has a match, else the draft model, whose drafts the adaptive rule prices with the
 // measured cost of its passes: none while a pass costs as much as a target step, in full once
