@@ -112,21 +112,9 @@ struct Q6KGemm {
   static constexpr bool kHasMin = false;
   static constexpr int kOffset = 32;  // q is the weight + 32
   [[gnu::always_inline]] static inline void quants(const Block& b, uint8_t* u) {
-    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
     for (int h = 0; h < 2; ++h) {
-      const __m256i qh = load_i8x32(b.qh + 32 * h);
-      const __m256i ql0 = load_i8x32(b.ql + 64 * h);
-      const __m256i ql1 = load_i8x32(b.ql + 64 * h + 32);
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(ql0, m4),
-                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
-          _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                          _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                          _mm256_and_si256(qh, m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
-      };
+      __m256i q[4];
+      q6k_half_quants(b.ql + 64 * h, b.qh + 32 * h, q);
       for (int k = 0; k < 4; ++k)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + 128 * h + 32 * k), q[k]);
     }

@@ -5,8 +5,6 @@
 //   Isa::dot(u8, s8)                  -> int32x8 partial sums (maddubs+madd, or vpdpbusd)
 //   Isa::dot_scaled(u8, s8, scale)    -> the same, each pair of elements times its int16 lane
 //                                        of scale (lanes 0..7: elements 0..15, 8..15: 16..31)
-// Each file defines its policy in an anonymous namespace, so every template here is
-// instantiated once per file, with that file's compile flags (no shared out-of-line copy).
 //
 // The results follow the canonical order of matmul_kernels.h: integer dots are exact, and
 // super-block b enters float lane b % 8 through one fma, as in matmul_scalar.cpp.
@@ -168,6 +166,22 @@ struct Q4KKernel {
   }
 };
 
+// The four 32-byte quarters of one 128-value half of a q6_K block (ql: its 64 bytes, qh: its
+// 32): ql's nibbles joined with qh's bit pairs, each byte the weight + 32. Byte-wise shifts go
+// through 16-bit lanes; the masks drop what crosses byte borders.
+[[gnu::always_inline]] inline void q6k_half_quants(const uint8_t* ql, const uint8_t* qh_bytes,
+                                                   __m256i q[4]) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i qh = load_i8x32(qh_bytes);
+  const __m256i ql0 = load_i8x32(ql);
+  const __m256i ql1 = load_i8x32(ql + 32);
+  q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+  q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+}
+
 template <class Isa>
 struct Q6KKernel {
   template <int T>
@@ -175,8 +189,6 @@ struct Q6KKernel {
     const auto* blocks = reinterpret_cast<const BlockQ6_K*>(row);
     const int64_t nb = n / kQKBlock;
     const TokenRows<T> x = token_rows<T>(a, t0, n, nb, n / kActSumGroup);
-    const __m256i m4 = _mm256_set1_epi8(15);
-    const __m256i m30 = _mm256_set1_epi8(0x30);
     float lanes[T][8] = {};
     for (int64_t b = 0; b < nb; ++b) {
       const BlockQ6_K& blk = blocks[b];
@@ -188,20 +200,8 @@ struct Q6KKernel {
         // Scales 8h..8h+7 in both 128-bit halves.
         const __m256i sc = h == 0 ? _mm256_permute2x128_si256(scales, scales, 0x00)
                                   : _mm256_permute2x128_si256(scales, scales, 0x11);
-        const __m256i qh = load_i8x32(blk.qh + 32 * h);
-        const __m256i ql0 = load_i8x32(blk.ql + 64 * h);
-        const __m256i ql1 = load_i8x32(blk.ql + 64 * h + 32);
-        // Byte-wise shifts through 16-bit lanes: the masks drop what crosses byte borders.
-        const __m256i q[4] = {
-            _mm256_or_si256(_mm256_and_si256(ql0, m4),
-                            _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
-            _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                            _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                            _mm256_and_si256(qh, m30)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
-        };
+        __m256i q[4];
+        q6k_half_quants(blk.ql + 64 * h, blk.qh + 32 * h, q);
         __m256i sck[4];
         for (int k = 0; k < 4; ++k) sck[k] = broadcast_i16_pair(sc, 2 * k, 2 * k + 1);
         for (int t = 0; t < T; ++t) {
