@@ -141,7 +141,7 @@ TEST(QuantScheme, TiedEmbeddingIsTheOutputAndRowsOf896FallBack) {
   EXPECT_EQ(k5.at("blk.3.attn_q.weight"), DType::kQ5_1);  // q5_K -> q5_1
   EXPECT_EQ(k5.at("blk.4.ffn_down.weight"), DType::kQ5_K);
   const auto k2 = types_of(scheme("q2_k"), m);
-  EXPECT_EQ(k2.at("blk.3.attn_q.weight"), DType::kIQ4_NL);  // q2_K -> iq4_nl
+  EXPECT_EQ(k2.at("blk.3.attn_q.weight"), DType::kQ4_0);  // q2_K -> q4_0, as llama.cpp v0.5.0
   EXPECT_EQ(k2.at("blk.4.ffn_down.weight"), DType::kQ3_K);  // Q2_K's mix: ffn_down q3_K
   EXPECT_EQ(km.at("blk.3.attn_q.bias"), DType::kF32);
   const auto q4 = types_of(scheme("q4_0"), m);
@@ -152,7 +152,9 @@ TEST(QuantScheme, TiedEmbeddingIsTheOutputAndRowsOf896FallBack) {
   EXPECT_EQ(llama32.at("token_embd.weight"), DType::kQ6_K);
 }
 
-TEST(QuantScheme, RowsThatAreNotWholeBlocksOfABaseTypeAreRefused) {
+// llama.cpp keeps such a tensor in f16 rather than refusing the file (tests/llamacpp checks
+// the rule against its quantizer).
+TEST(QuantScheme, RowsThatAreNotWholeBlocksOfABaseTypeFallBackToF16) {
   plan::PlanModel m;
   m.name = "odd";
   m.architecture = "llama";
@@ -170,9 +172,9 @@ TEST(QuantScheme, RowsThatAreNotWholeBlocksOfABaseTypeAreRefused) {
   for (const auto& t : finished->tensors) {
     if (t.name != "blk.0.attn_q.weight") continue;
     ++checked;
-    auto type = quant_scheme_tensor_type(scheme("q4_0"), t, *finished);
-    ASSERT_FALSE(type.ok());
-    EXPECT_NE(type.status().message().find("blk.0.attn_q.weight"), std::string::npos);
+    auto type = quant_scheme_tensor_type(scheme("q4_0"), t, *finished);  // 48 % 32 != 0
+    ASSERT_TRUE(type.ok()) << type.status().to_string();
+    EXPECT_EQ(*type, DType::kF16);
     auto f16 = quant_scheme_tensor_type(scheme("q4_k_m"), t, *finished);  // q4_K -> q8_0 -> f16
     ASSERT_TRUE(f16.ok());
     EXPECT_EQ(*f16, DType::kF16);
