@@ -56,13 +56,17 @@ void KvCacheManager::release_block(BlockId block) {
   pool_.unref(block, keep ? FreeEnd::kTail : FreeEnd::kHead);
 }
 
-void KvCacheManager::drop_behind_window(Seq& s, int32_t next_pos) {
-  if (sliding_window_ <= 0) return;
+int32_t KvCacheManager::blocks_behind_window(const Seq& s, int32_t next_pos) const {
+  if (sliding_window_ <= 0) return 0;
   // The token at next_pos attends to next_pos - window + 1 ... next_pos; later ones to later.
   const int64_t first_needed = int64_t{next_pos} - sliding_window_ + 1;
-  if (first_needed <= 0) return;
-  const auto dead = static_cast<int32_t>(std::min<int64_t>(first_needed / block_size_,
-                                                           static_cast<int64_t>(s.blocks.size())));
+  if (first_needed <= 0) return 0;
+  return static_cast<int32_t>(
+      std::min<int64_t>(first_needed / block_size_, static_cast<int64_t>(s.blocks.size())));
+}
+
+void KvCacheManager::drop_behind_window(Seq& s, int32_t next_pos) {
+  const int32_t dead = blocks_behind_window(s, next_pos);
   for (; s.n_dropped < dead; ++s.n_dropped) {
     release_block(s.blocks[s.n_dropped]);
     s.blocks[s.n_dropped] = kNoBlock;
@@ -70,11 +74,7 @@ void KvCacheManager::drop_behind_window(Seq& s, int32_t next_pos) {
 }
 
 int32_t KvCacheManager::blocks_freed_by_drop(const Seq& s, int32_t next_pos) const {
-  if (sliding_window_ <= 0) return 0;
-  const int64_t first_needed = int64_t{next_pos} - sliding_window_ + 1;
-  if (first_needed <= 0) return 0;
-  const auto dead = static_cast<int32_t>(std::min<int64_t>(first_needed / block_size_,
-                                                           static_cast<int64_t>(s.blocks.size())));
+  const int32_t dead = blocks_behind_window(s, next_pos);
   int32_t freed = 0;
   for (int32_t i = s.n_dropped; i < dead; ++i) freed += pool_.ref_count(s.blocks[i]) == 1 ? 1 : 0;
   return freed;

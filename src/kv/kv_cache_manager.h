@@ -198,6 +198,9 @@ class KvCacheManager {
   // The pool's next block, evicted from the prefix index first when it was cached there.
   BlockId take_block();
   void release_block(BlockId block);
+  // n: blocks [0, n) of `s` lie wholly behind the window of the token at next_pos (0 without
+  // a window). drop_behind_window releases them; blocks_freed_by_drop counts what that frees.
+  int32_t blocks_behind_window(const Seq& s, int32_t next_pos) const;
   // Drops the blocks of `s` behind the window of a token at position `next_pos` (sliding window).
   void drop_behind_window(Seq& s, int32_t next_pos);
   // Blocks drop_behind_window(s, next_pos) would return to the pool (those `s` alone holds).
