@@ -1,5 +1,6 @@
 #include "io/gguf_tensor_names.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -31,6 +32,16 @@ std::optional<GgufTensor> find(std::string_view name, size_t begin, size_t end) 
   return std::nullopt;
 }
 
+// The merged expert tensors and the stem of their old per-expert form
+// ("blk.N.<stem>E.weight"): one table for the name and its parse.
+struct ExpertForm {
+  GgufTensor merged;
+  std::string_view stem;
+};
+constexpr std::array<ExpertForm, 3> kExpertForms = {{{GgufTensor::kFfnGateExps, "ffn_gate."},
+                                                     {GgufTensor::kFfnUpExps, "ffn_up."},
+                                                     {GgufTensor::kFfnDownExps, "ffn_down."}}};
+
 // "<n>." at the front of `s`: n (>= 0) and the rest after the dot.
 std::optional<int> leading_index(std::string_view& s) {
   int n = 0;
@@ -52,17 +63,13 @@ std::string gguf_tensor_name(GgufTensor t, int64_t layer) {
 }
 
 std::string gguf_expert_tensor_name(GgufTensor merged, int64_t layer, int64_t expert) {
-  std::string_view stem;
-  switch (merged) {
-    case GgufTensor::kFfnGateExps: stem = "ffn_gate"; break;
-    case GgufTensor::kFfnUpExps: stem = "ffn_up"; break;
-    case GgufTensor::kFfnDownExps: stem = "ffn_down"; break;
-    default: TALLY_CHECK(false, "tensor {} has no per-expert form", kNames[static_cast<size_t>(merged)]);
-  }
+  const auto* form = std::find_if(kExpertForms.begin(), kExpertForms.end(),
+                                  [merged](const ExpertForm& f) { return f.merged == merged; });
+  TALLY_CHECK(form != kExpertForms.end(), "tensor {} has no per-expert form",
+              kNames[static_cast<size_t>(merged)]);
   TALLY_CHECK(layer >= 0 && expert >= 0, "a per-expert tensor needs a block and an expert index");
-  return fmt::format("{}{}.{}.{}.weight", kBlk, layer, stem, expert);
+  return fmt::format("{}{}.{}{}.weight", kBlk, layer, form->stem, expert);
 }
-
 
 std::optional<GgufTensorId> gguf_tensor_parse(std::string_view name) {
   if (auto t = find(name, 0, kFirstPerBlock)) return GgufTensorId{*t, -1};
@@ -79,14 +86,12 @@ std::optional<GgufExpertTensorId> gguf_expert_tensor_parse(std::string_view name
   std::string_view rest = name.substr(kBlk.size());
   const std::optional<int> layer = leading_index(rest);
   if (!layer) return std::nullopt;
-  for (auto [stem, merged] : {std::pair{std::string_view("ffn_gate."), GgufTensor::kFfnGateExps},
-                              std::pair{std::string_view("ffn_up."), GgufTensor::kFfnUpExps},
-                              std::pair{std::string_view("ffn_down."), GgufTensor::kFfnDownExps}}) {
-    if (!rest.starts_with(stem)) continue;
-    std::string_view tail = rest.substr(stem.size());
+  for (const ExpertForm& form : kExpertForms) {
+    if (!rest.starts_with(form.stem)) continue;
+    std::string_view tail = rest.substr(form.stem.size());
     const std::optional<int> expert = leading_index(tail);
     if (!expert || tail != "weight") return std::nullopt;
-    return GgufExpertTensorId{merged, *layer, *expert};
+    return GgufExpertTensorId{form.merged, *layer, *expert};
   }
   return std::nullopt;
 }
