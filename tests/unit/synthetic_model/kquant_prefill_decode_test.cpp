@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "plan/plan_model.h"
 #include "support/test_data.h"
+#include "tiny_vocab.h"
 #include "synth/synthetic_model.h"
 
 namespace tally {
@@ -34,17 +35,6 @@ synth::SyntheticModelSpec tiny_llama() {
   synth::SyntheticModelSpec spec;
   spec.shape = *plan::plan_model_finish(m);
   return spec;
-}
-
-std::string tiny_vocab() {
-  std::vector<std::string> tokens;
-  for (int i = 0; i < 300; ++i) tokens.push_back(fmt::format("t{}", i));
-  io::GgufWriter w;
-  w.set_string("tokenizer.ggml.model", "llama");
-  w.set_string_array("tokenizer.ggml.tokens", tokens);
-  const std::string path = tally_test::temp_dir() + "/kquant_vocab.gguf";
-  EXPECT_TRUE(w.write(path).ok());
-  return path;
 }
 
 // Logits of the prompt's last token, the prompt fed in chunks of the given sizes.
@@ -84,7 +74,7 @@ TEST(KQuantPrefillDecode, ChunkingDoesNotChangeTheLogits) {
     o.type = type;
     o.seed = 5;
     o.n_threads = 2;
-    o.vocab_gguf = tiny_vocab();
+    o.vocab_gguf = write_tiny_vocab("kquant_vocab.gguf");
     o.output_path = fmt::format("{}/kquant_prefill_{}.gguf", tally_test::temp_dir(), type);
     auto written = synth::write_synthetic_model(o);
     ASSERT_TRUE(written.ok()) << written.status().to_string();

@@ -17,6 +17,7 @@
 #include "plan/plan_model.h"
 #include "synth/synthetic_model.h"
 #include "support/test_data.h"
+#include "tiny_vocab.h"
 
 namespace tally {
 namespace {
@@ -55,17 +56,6 @@ synth::SyntheticModelSpec tiny_moe(const char* arch, int64_t n_expert, int64_t n
   return spec;
 }
 
-std::string tiny_vocab() {
-  std::vector<std::string> tokens;
-  for (int i = 0; i < 300; ++i) tokens.push_back(fmt::format("t{}", i));
-  io::GgufWriter w;
-  w.set_string("tokenizer.ggml.model", "llama");
-  w.set_string_array("tokenizer.ggml.tokens", tokens);
-  const std::string path = tally_test::temp_dir() + "/forward_vocab.gguf";
-  EXPECT_TRUE(w.write(path).ok());
-  return path;
-}
-
 // Logits of the last of `tokens` (one sequence, one step).
 std::vector<float> last_logits(const Model& model, const std::vector<int32_t>& tokens) {
   const int64_t block_size = 16;
@@ -99,7 +89,7 @@ void expect_runs(const synth::SyntheticModelSpec& spec, const char* type, bool k
   o.type = type;
   o.seed = 3;
   o.n_threads = 2;
-  o.vocab_gguf = tiny_vocab();
+  o.vocab_gguf = write_tiny_vocab("forward_vocab.gguf");
   o.output_path = written_path(spec, type);
   auto written = synth::write_synthetic_model(o);
   ASSERT_TRUE(written.ok()) << written.status().to_string();
