@@ -5,7 +5,8 @@
 # build/fuzz/artifacts/.
 #
 # Usage: scripts/fuzz.sh [seconds per target, default 60] [name ...]
-#   names: gguf, safetensors, llama2c, imatrix, kv_disk_block, http, openai_request, tokenizer, hf_tokenizer, chat_template
+#   names: gguf, safetensors, llama2c, imatrix, kv_disk_block, http, openai_request, tokenizer, hf_tokenizer,
+#   chat_template, generation_config
 #   (default: all)
 set -euo pipefail
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "tokenizer/tokenizer_hf.h"
 
@@ -19,33 +20,57 @@ constexpr const char* kPenaltyRepeat = "general.sampling.penalty_repeat";
 constexpr const char* kPenaltyLastN = "general.sampling.penalty_last_n";
 constexpr const char* kEosIds = "tokenizer.ggml.eos_token_ids";
 
+// What a value that is not the expected kind is called in a message: numbers as written, other
+// values by their JSON type (dumping one could recurse as deep as the file nests).
+std::string describe_value(const json& v) { return v.is_number() ? v.dump() : std::string(v.type_name()); }
+
 Status read_float(const json& g, const char* field, std::optional<float>& out) {
   auto it = g.find(field);
   if (it == g.end() || it->is_null()) return Status::ok_status();
-  if (!it->is_number() || !std::isfinite(it->get<double>()))
-    return make_error(ErrorCode::kFormat, "generation_config.json: {} is not a number", field);
-  out = it->get<float>();
+  // Past float's range the conversion below would be undefined, and the value means nothing.
+  if (!it->is_number() || !(std::fabs(it->get<double>()) <= std::numeric_limits<float>::max()))
+    return make_error(ErrorCode::kFormat, "generation_config.json: {} is not a number within float's range ({})", field,
+                      describe_value(*it));
+  out = static_cast<float>(it->get<double>());
   return Status::ok_status();
+}
+
+// An integer in [lo, hi]; nlohmann keeps integers past INT64_MAX as unsigned, which get<int64_t>
+// would wrap to negatives.
+std::optional<int32_t> int32_in(const json& v, int64_t lo, int64_t hi) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) return std::nullopt;
+    return static_cast<int32_t>(u);
+  }
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) return std::nullopt;
+  return static_cast<int32_t>(v.get<int64_t>());
 }
 
 Status read_int(const json& g, const char* field, std::optional<int32_t>& out) {
   auto it = g.find(field);
   if (it == g.end() || it->is_null()) return Status::ok_status();
-  if (!it->is_number_integer() || it->get<int64_t>() < INT32_MIN || it->get<int64_t>() > INT32_MAX)
-    return make_error(ErrorCode::kFormat, "generation_config.json: {} is not a 32-bit integer", field);
-  out = it->get<int32_t>();
+  out = int32_in(*it, INT32_MIN, INT32_MAX);
+  if (!out)
+    return make_error(ErrorCode::kFormat, "generation_config.json: {} is not a 32-bit integer ({})", field,
+                      describe_value(*it));
   return Status::ok_status();
 }
 
+// eos_token_id: one id or a list of ids (read in place: a copy of a nested value would recurse).
 Status read_eos(const json& g, std::vector<int32_t>& out) {
   auto it = g.find("eos_token_id");
   if (it == g.end() || it->is_null()) return Status::ok_status();
-  const json list = it->is_array() ? *it : json::array({*it});
-  for (const json& id : list) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      return make_error(ErrorCode::kFormat, "generation_config.json: eos_token_id {} is not a token id", id.dump());
-    out.push_back(id.get<int32_t>());
-  }
+  auto add = [&out](const json& id) -> Status {
+    const std::optional<int32_t> v = int32_in(id, 0, INT32_MAX);
+    if (!v)
+      return make_error(ErrorCode::kFormat, "generation_config.json: eos_token_id {} is not a token id",
+                        describe_value(id));
+    out.push_back(*v);
+    return Status::ok_status();
+  };
+  if (!it->is_array()) return add(*it);
+  for (const json& id : *it) TALLY_RETURN_IF_ERROR(add(id));
   return Status::ok_status();
 }
 
@@ -75,8 +100,12 @@ Result<GenerationConfig> read_generation_config_dir(const std::string& dir) {
     if (text.status().code() == ErrorCode::kNotFound) return GenerationConfig{};
     return text.status();
   }
-  const json g = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  return parse_generation_config(g);
+  return parse_generation_config_text(*text);
+}
+
+Result<GenerationConfig> parse_generation_config_text(std::string_view text) {
+  // Not valid JSON -> a discarded value, which parse_generation_config refuses as no object.
+  return parse_generation_config(json::parse(text, nullptr, /*allow_exceptions=*/false));
 }
 
 void write_generation_config(const GenerationConfig& c, std::optional<int32_t> eos_id, io::GgufWriter& w) {

@@ -27,6 +27,8 @@ struct GenerationConfig {
 // not: a model that names a temperature gets it). kFormat for a field of the wrong type or out
 // of range, naming it.
 Result<GenerationConfig> parse_generation_config(const nlohmann::json& g);
+// The text of a generation_config.json (what read_generation_config_dir reads).
+Result<GenerationConfig> parse_generation_config_text(std::string_view text);
 // DIR/generation_config.json; an empty config when the file is absent.
 Result<GenerationConfig> read_generation_config_dir(const std::string& dir);
 
