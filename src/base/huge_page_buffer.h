@@ -14,6 +14,10 @@
 
 namespace tally {
 
+// Asks for transparent huge pages on the whole 2 MiB pages inside [data, data + bytes): for a
+// large buffer allocated by someone else (a library's), before its first touch. A hint, as above.
+void advise_huge_pages(void* data, size_t bytes);
+
 class HugePageBuffer {
  public:
   // When the pages are committed: now (touched once, so that reads of never-written bytes cost

@@ -1,7 +1,8 @@
 // Open-addressing hash indexes for the vocabulary (text -> id) and the BPE merges
 // (token pair -> merge). Built once, read-only afterwards; a lookup touches one flat slot
 // array, where node-based std::unordered_map costs a cache miss per node (loading a
-// 100K-token vocabulary spent most of its time there).
+// 100K-token vocabulary spent most of its time there). The slot arrays of real vocabularies
+// are megabytes, filled at once: on huge pages (base/huge_page_allocator.h).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/huge_page_allocator.h"
 
 namespace tally::tok {
 
@@ -53,7 +56,7 @@ class TextIndex {
   }
 
   const std::vector<std::string>* texts_ = nullptr;
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t mask_ = 0;
 };
 
@@ -73,23 +76,25 @@ class PairIndex {
     if (size_ >= max_size_) return false;
     const uint64_t k = key(left, right);
     Slot& slot = slots_[slot_of(k)];
-    if (slot.used) return false;
-    slot = {k, v, true};
+    if (slot.key != kEmpty) return false;
+    slot = {k, v};
     ++size_;
     return true;
   }
   const Value* find(int32_t left, int32_t right) const {
     if (size_ == 0) return nullptr;
     const Slot& slot = slots_[slot_of(key(left, right))];
-    return slot.used ? &slot.value : nullptr;
+    return slot.key != kEmpty ? &slot.value : nullptr;
   }
   size_t size() const { return size_; }
 
  private:
+  // No key of two ids >= 0 has its top bit set: an all-ones key marks an empty slot (a flag
+  // beside the key would pad a {rank, id} slot from 16 to 24 bytes).
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
   struct Slot {
-    uint64_t key = 0;
+    uint64_t key = kEmpty;
     Value value{};
-    bool used = false;
   };
   static uint64_t key(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
@@ -100,11 +105,11 @@ class PairIndex {
     // Fibonacci hashing: the top bits of k * 2^64/phi spread nearby ids over the table.
     for (size_t i = (k * 0x9E3779B97F4A7C15ull) >> shift_;; i = (i + 1) & mask) {
       const Slot& slot = slots_[i];
-      if (!slot.used || slot.key == k) return i;
+      if (slot.key == kEmpty || slot.key == k) return i;
     }
   }
 
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   unsigned shift_ = 64;
   size_t size_ = 0;
   size_t max_size_ = 0;
