@@ -1,16 +1,20 @@
 #include "tokenizer/tokenizer_hf.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include "tokenizer/flat_index.h"
+#include "tokenizer/hf_json_document.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tally {
@@ -388,21 +392,19 @@ Result<TokenizerVocab> vocab_from_hf_doc(sj::element doc, const json& config) {
   }
 }
 
-Status hf_parse_error(simdjson::error_code err) {
-  return make_error(ErrorCode::kFormat, "tokenizer.json: not valid JSON ({})",
-                    simdjson::error_message(err));
-}
-
 }  // namespace
 
 Result<TokenizerVocab> tokenizer_vocab_from_hf(std::string_view tokenizer_json,
                                                const json& tokenizer_config) {
-  sj::parser parser;
-  sj::element doc;
-  if (auto err = parser.parse(tokenizer_json.data(), tokenizer_json.size()).get(doc); err) {
-    return hf_parse_error(err);
-  }
-  return vocab_from_hf_doc(doc, tokenizer_config);
+  auto doc = tok::HfJsonDocument::parse(tokenizer_json);
+  if (!doc.ok()) return doc.status().with_context("tokenizer.json");
+  return vocab_from_hf_doc((*doc)->root(), tokenizer_config);
+}
+
+Result<TokenizerVocab> tokenizer_vocab_from_hf_file(const std::string& path,
+                                                    const json& tokenizer_config) {
+  TALLY_ASSIGN_OR_RETURN(auto doc, tok::HfJsonDocument::load(path));
+  return vocab_from_hf_doc(doc->root(), tokenizer_config);
 }
 
 Result<std::string> read_hf_file(std::string_view path) {
@@ -435,6 +437,50 @@ Result<json> read_hf_config(std::string_view path) {
   return out;
 }
 
+namespace {
+
+// Tokenizer files of other formats that a directory without tokenizer.json may hold.
+struct OtherTokenizerFile {
+  bool (*matches)(std::string_view name);
+  std::string_view what;  // what it is, and the way to something tally reads
+};
+constexpr std::array<OtherTokenizerFile, 3> kOtherTokenizerFiles = {{
+    {[](std::string_view n) { return n == "tokenizer.model"; },
+     "a SentencePiece model (protobuf), which tally does not read; transformers writes the "
+     "tokenizer.json: AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR)"},
+    {[](std::string_view n) { return n.starts_with("tok") && n.ends_with(".bin"); },
+     "a llama2.c tokenizer, read only with its checkpoint: tally convert --llama2c CHECKPOINT "
+     "--tokenizer FILE -o OUT.gguf"},
+    {[](std::string_view n) { return n == "vocab.json" || n == "merges.txt"; },
+     "GPT-2-style tokenizer files, which tally does not read; transformers writes the "
+     "tokenizer.json: AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR)"},
+}};
+
+}  // namespace
+
+Status hf_missing_tokenizer_error(std::string_view dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(std::filesystem::path(dir), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    names.push_back(it->path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::string found;
+  for (const OtherTokenizerFile& kind : kOtherTokenizerFiles) {
+    std::string files;
+    for (const std::string& name : names) {
+      if (kind.matches(name)) files += (files.empty() ? "" : " + ") + name;
+    }
+    if (!files.empty()) found += fmt::format("; the directory has {}: {}", files, kind.what);
+  }
+  return make_error(ErrorCode::kNotFound,
+                    "tokenizer.json not found: tally reads a Hugging Face model's tokenizer from "
+                    "tokenizer.json (byte-level or SentencePiece-style BPE, with "
+                    "tokenizer_config.json){}",
+                    found);
+}
+
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_dir(std::string_view dir) {
   const std::string base(dir);
   json config;
@@ -444,17 +490,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_dir(std::string_view dir) 
   } else if (c.status().code() != ErrorCode::kNotFound) {
     return c.status();
   }
-  // Loaded straight into simdjson's padded buffer: no copy of the 10-35 MB text.
-  const std::string path = base + "/tokenizer.json";
-  simdjson::padded_string text;
-  if (simdjson::padded_string::load(path).get(text) != simdjson::SUCCESS) {
-    return make_error(ErrorCode::kNotFound, "{}: cannot read", path);
+  auto vocab = tokenizer_vocab_from_hf_file(base + "/tokenizer.json", config);
+  if (!vocab.ok()) {
+    if (vocab.status().code() == ErrorCode::kNotFound) return hf_missing_tokenizer_error(base).with_context(base);
+    return vocab.status().with_context(base);
   }
-  sj::parser parser;
-  sj::element doc;
-  if (auto err = parser.parse(text).get(doc); err) return hf_parse_error(err).with_context(base);
-  auto vocab = vocab_from_hf_doc(doc, config);
-  if (!vocab.ok()) return vocab.status().with_context(base);
   auto tokenizer = from_vocab(std::move(vocab).value());
   if (!tokenizer.ok()) return tokenizer.status().with_context(base);
   return tokenizer;

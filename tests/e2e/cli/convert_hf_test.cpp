@@ -1,6 +1,7 @@
 // Hugging Face directories through the real binary: `tally convert --hf` writes a GGUF that
 // `tally generate` runs to the same greedy text as `generate -m DIR`, `--type q8_0` quantizes
 // on the way, and a bad directory or type is one clear error.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +81,16 @@ TEST(ConvertHf, BadDirectoriesAndTypesAreClearErrors) {
   auto r = run_command(tally("convert --hf " + shell_quote(dir) + " --type q9_9 -o " + shell_quote(out)));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("q9_9"), std::string::npos) << r.err;
+
+  // A SentencePiece-only directory (tokenizer.model, no tokenizer.json): one error naming both.
+  std::filesystem::rename(dir + "/tokenizer.json", dir + "/tokenizer.json.away");
+  std::ofstream(dir + "/tokenizer.model") << "\x0a\x0b<unk>";
+  r = run_command(tally("generate -m " + shell_quote(dir) + " -p hi -n 2"));
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tokenizer.json not found"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the directory has tokenizer.model: a SentencePiece model"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  std::filesystem::rename(dir + "/tokenizer.json.away", dir + "/tokenizer.json");
 
   std::ofstream(dir + "/config.json") << R"({"architectures": ["MambaForCausalLM"]})";
   r = run_command(tally("generate -m " + shell_quote(dir) + " -p hi -n 2"));

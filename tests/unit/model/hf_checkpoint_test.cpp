@@ -345,6 +345,32 @@ TEST_F(HfCheckpointErrors, MissingTokenizer) {
   expect_error("tokenizer.json not found", tally::ErrorCode::kNotFound);
 }
 
+// A directory with another format's tokenizer files (Phi-3's and Gemma's tokenizer.model, a
+// llama2.c tokenizer .bin) says which it found and the way to a tokenizer.json.
+TEST_F(HfCheckpointErrors, TokenizerOfAnotherFormat) {
+  HfDirOptions o;
+  o.tokenizer = false;
+  write(o);
+  expect_error("tally reads a Hugging Face model's tokenizer from tokenizer.json", tally::ErrorCode::kNotFound);
+  EXPECT_EQ(tally::Model::load(dir_).status().message().find("the directory has"), std::string::npos);
+  std::ofstream(dir_ + "/tokenizer.model") << "\x0a\x0b<unk>";  // the start of a SentencePiece protobuf
+  expect_error("the directory has tokenizer.model: a SentencePiece model (protobuf), which tally does not read; "
+               "transformers writes the tokenizer.json: AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR)",
+               tally::ErrorCode::kNotFound);
+  std::filesystem::remove(dir_ + "/tokenizer.model");
+  std::ofstream(dir_ + "/tok512.bin") << "llama2.c";
+  expect_error("the directory has tok512.bin: a llama2.c tokenizer, read only with its checkpoint: tally convert --llama2c",
+               tally::ErrorCode::kNotFound);
+  std::ofstream(dir_ + "/vocab.json") << "{}";
+  std::ofstream(dir_ + "/merges.txt") << "";
+  expect_error("tok512.bin: a llama2.c tokenizer", tally::ErrorCode::kNotFound);
+  expect_error("the directory has merges.txt + vocab.json: GPT-2-style", tally::ErrorCode::kNotFound);
+  auto tok = tally::Tokenizer::from_hf_dir(dir_);  // the tokenizer-only loader says the same
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.status().code(), tally::ErrorCode::kNotFound);
+  EXPECT_NE(tok.status().message().find("merges.txt + vocab.json: GPT-2-style"), std::string::npos) << tok.status().to_string();
+}
+
 TEST_F(HfCheckpointErrors, MissingConfig) {
   write();
   std::filesystem::remove(dir_ + "/config.json");
