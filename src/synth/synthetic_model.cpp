@@ -177,7 +177,7 @@ Result<SyntheticSummary> write_synthetic_model(const SyntheticOptions& o) {
 
   io::GgufWriter w;
   set_model_metadata(spec, scheme, o.seed, w);
-  TALLY_ASSIGN_OR_RETURN(const VocabCopy vocab_copy, copy_tokenizer_metadata(vocab, spec.shape.n_vocab, w));
+  TALLY_ASSIGN_OR_RETURN(const VocabCopy vocab_copy, copy_tokenizer_metadata(vocab, spec.shape.n_vocab, w, spec.added_tokens));
   w.set_u32("general.quantization_version", kQuantizationVersion);
 
   int64_t max_cols = 1;

@@ -63,6 +63,7 @@ Result<SyntheticModelSpec> synthetic_model_spec(std::string_view preset) {
   const bool llama2_vocab = (spec.shape.architecture == "llama" && spec.shape.n_vocab == 32000) ||
                             spec.shape.architecture == "phi3";
   spec.default_vocab = llama2_vocab ? "ggml-vocab-llama-spm.gguf" : "ggml-vocab-gpt-2.gguf";
+  if (spec.shape.architecture == "phi3") spec.added_tokens = {"<|endoftext|>"};
   return spec;
 }
 

@@ -53,6 +53,7 @@ TEST(SyntheticSpec, PresetsOfTheSpeedIssue) {
   EXPECT_EQ(synthetic_model_spec("gemma-3-4b")->rope_linear_factor, 8.0f);
   EXPECT_TRUE(synthetic_model_spec("phi-3-mini")->shape.fused_projections);
   EXPECT_EQ(synthetic_model_spec("phi-3-mini")->sliding_window, 2047);
+  EXPECT_EQ(synthetic_model_spec("phi-3-mini")->added_tokens, std::vector<std::string>{"<|endoftext|>"});
   EXPECT_FALSE(synthetic_model_spec("no-such-model").ok());
 }
 
