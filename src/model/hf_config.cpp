@@ -139,8 +139,11 @@ Status read_yarn(const json& s, const json& config, const std::string& arch, io:
 }
 
 // phi3's LongRoPE: the two factor lists become rope_factors_long/short.weight (one factor per
-// rotated pair), the attention factor a key when the config gives one.
-Status read_longrope(const json& s, int64_t rope_dim, io::GgufWriter& w, HfModelInfo& info) {
+// rotated pair), and rope.scaling.attn_factor is always written, as llama.cpp's converter
+// writes it (Phi3MiniModel): sqrt(1 + ln(scale) / ln(original)) for scale = context / original
+// above 1, else 1. A config's own attention_factor wins, as in Hugging Face's
+// _compute_longrope_parameters (llama.cpp's converter ignores it).
+Status read_longrope(const json& s, const json& config, int64_t rope_dim, io::GgufWriter& w, HfModelInfo& info) {
   for (const char* name : {"long_factor", "short_factor"}) {
     const json* f = find(s, name);
     if (f == nullptr || !f->is_array() || static_cast<int64_t>(f->size()) != rope_dim / 2)
@@ -156,10 +159,14 @@ Status read_longrope(const json& s, int64_t rope_dim, io::GgufWriter& w, HfModel
     }
   }
   w.set_string(info.arch + ".rope.scaling.type", "longrope");
-  if (const json* a = find(s, "attention_factor"); a != nullptr && !a->is_null()) {
-    TALLY_ASSIGN_OR_RETURN(const double attn, float_field(s, "attention_factor", 1.0));
-    w.set_f32(info.arch + ".rope.scaling.attn_factor", static_cast<float>(attn));
+  TALLY_ASSIGN_OR_RETURN(const int64_t ctx, int_field(config, "max_position_embeddings"));
+  TALLY_ASSIGN_OR_RETURN(const int64_t orig, int_field(config, "original_max_position_embeddings", ctx));
+  const double scale = static_cast<double>(ctx) / static_cast<double>(orig);
+  double attn = scale > 1.0 && orig > 1 ? std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(orig))) : 1.0;
+  if (find(s, "attention_factor") != nullptr) {
+    TALLY_ASSIGN_OR_RETURN(attn, float_field(s, "attention_factor", 1.0));
   }
+  w.set_f32(info.arch + ".rope.scaling.attn_factor", static_cast<float>(attn));
   return Status::ok_status();
 }
 
@@ -181,7 +188,7 @@ Status read_rope_scaling(const json& config, const std::string& arch, double bas
     return Status::ok_status();
   }
   if (type == "yarn") return read_yarn(*s, config, arch, w);
-  if ((type == "longrope" || type == "su") && arch == "phi3") return read_longrope(*s, rope_dim, w, info);
+  if ((type == "longrope" || type == "su") && arch == "phi3") return read_longrope(*s, config, rope_dim, w, info);
   return make_error(ErrorCode::kUnsupported,
                     "config.json: rope_scaling type '{}' is not supported for {} (none, linear, llama3, "
                     "yarn; longrope for phi3)",

@@ -118,6 +118,7 @@ Result<PlanModel> plan_model_from_gguf(const io::GgufFile& f) {
     if (t.role == TensorRole::kBiasQ) m.qkv_bias = true;
     if (gguf_name_is_tensor(t.name, io::GgufTensor::kAttnQNorm)) m.qk_norm = true;
     if (gguf_name_is_tensor(t.name, io::GgufTensor::kAttnPostNorm)) m.post_norms = true;
+    if (gguf_name_is_tensor(t.name, io::GgufTensor::kAttnQkv)) m.fused_projections = true;
     if (gguf_name_is_tensor(t.name, io::GgufTensor::kFfnGateShexp)) m.n_ff_shexp = t.n_rows;
     if (info.dims.size() == 3) t.n_experts = info.dims[2];
     m.tensors.push_back(std::move(t));

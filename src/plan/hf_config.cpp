@@ -94,6 +94,7 @@ Result<PlanModel> plan_model_from_hf_config_text(std::string_view text, const st
   // Qwen3's and Gemma 3's q_norm / k_norm, Gemma 2/3's post norms: always present.
   m.qk_norm = m.architecture == "qwen3" || m.architecture == "gemma3_text" || m.architecture == "gemma3";
   m.post_norms = m.architecture == "gemma2" || m.architecture == "gemma3_text" || m.architecture == "gemma3";
+  m.fused_projections = m.architecture == "phi3";  // qkv_proj, gate_up_proj
   TALLY_ASSIGN_OR_RETURN(m.native_type, dtype_field(j, name));
   if (m.n_heads % m.n_kv_heads != 0)
     return make_error(ErrorCode::kFormat,

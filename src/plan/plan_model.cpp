@@ -138,9 +138,13 @@ std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& m) {
   for (int i = 0; i < static_cast<int>(m.n_layers); ++i) {
     auto blk = [i](io::GgufTensor t) { return io::gguf_tensor_name(t, i); };
     add(out, blk(GgufTensor::kAttnNorm), TensorRole::kNorm, i, m.n_embd, 1);
-    add(out, blk(GgufTensor::kAttnQ), TensorRole::kAttnQ, i, m.n_embd, q_dim);
-    add(out, blk(GgufTensor::kAttnK), TensorRole::kAttnK, i, m.n_embd, kv_dim);
-    add(out, blk(GgufTensor::kAttnV), TensorRole::kAttnV, i, m.n_embd, kv_dim);
+    if (m.fused_projections) {  // kept whole, as gguf_source.cpp classifies it
+      add(out, blk(GgufTensor::kAttnQkv), TensorRole::kOther, i, m.n_embd, q_dim + 2 * kv_dim);
+    } else {
+      add(out, blk(GgufTensor::kAttnQ), TensorRole::kAttnQ, i, m.n_embd, q_dim);
+      add(out, blk(GgufTensor::kAttnK), TensorRole::kAttnK, i, m.n_embd, kv_dim);
+      add(out, blk(GgufTensor::kAttnV), TensorRole::kAttnV, i, m.n_embd, kv_dim);
+    }
     if (m.qkv_bias) {
       add(out, blk(GgufTensor::kAttnQBias), TensorRole::kBiasQ, i, q_dim, 1);
       add(out, blk(GgufTensor::kAttnKBias), TensorRole::kBiasK, i, kv_dim, 1);
@@ -155,6 +159,9 @@ std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& m) {
     add(out, blk(GgufTensor::kFfnNorm), TensorRole::kNorm, i, m.n_embd, 1);
     if (m.n_expert > 0) {
       add_moe_ffn(out, m, i);
+    } else if (m.fused_projections) {
+      add(out, blk(GgufTensor::kFfnUp), TensorRole::kFfnUp, i, m.n_embd, 2 * m.n_ff);
+      add(out, blk(GgufTensor::kFfnDown), TensorRole::kFfnDown, i, m.n_ff, m.n_embd);
     } else {
       add(out, blk(GgufTensor::kFfnGate), TensorRole::kFfnGate, i, m.n_embd, m.n_ff);
       add(out, blk(GgufTensor::kFfnUp), TensorRole::kFfnUp, i, m.n_embd, m.n_ff);

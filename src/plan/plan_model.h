@@ -71,6 +71,9 @@ struct PlanModel {
   bool qkv_bias = false;                // Qwen2-style biases on q, k, v
   bool qk_norm = false;                 // Qwen3-style per-head RMSNorm weights of q and k
   bool post_norms = false;              // Gemma-style norms of the attention and ffn outputs
+  // phi3: q, k and v in one attn_qkv [q + 2 kv][n_embd], and gate then up rows in one
+  // ffn_up [2 n_ff][n_embd] (no ffn_gate).
+  bool fused_projections = false;
   // Mixture of experts (n_expert == 0: dense): experts per layer, per token, their width and
   // the shared expert's (0: none). The ffn of each layer is then the router and the experts.
   int64_t n_expert = 0;
@@ -95,10 +98,11 @@ bool plan_tensor_is_router(const PlanTensor& t);
 // Checks the hyper-parameters (all positive, heads divisible by kv heads).
 Status plan_model_validate(const PlanModel& model);
 
-// The tensors of a llama-style decoder (llama, mistral, qwen2, qwen3) from the hyper-parameters:
-// per block attn_norm, q, k, v, (q/k/v biases), (q/k norms), o, (post-attention norm), ffn_norm, gate, up, down
-// (MoE: router, the 3-D gate/up/down experts, the shared expert and its gate); plus
-// token_embd, output_norm and output (unless tied).
+// The tensors of a llama-style decoder (llama, mistral, qwen2, qwen3, phi3) from the
+// hyper-parameters: per block attn_norm, q, k, v (phi3: one qkv), (q/k/v biases), (q/k norms), o,
+// (post-attention norm), ffn_norm, gate, up, down (phi3: gate and up in one up) (MoE: router,
+// the 3-D gate/up/down experts, the shared expert and its gate); plus token_embd, output_norm
+// and output (unless tied).
 std::vector<PlanTensor> plan_model_shape_tensors(const PlanModel& model);
 
 // Validates `model` and fills its tensor list from the shapes.

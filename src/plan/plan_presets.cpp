@@ -21,6 +21,7 @@ struct Preset {
   bool qk_norm = false;
   bool post_norms = false;
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // mixture of experts
+  bool fused_projections = false;                          // phi3's attn_qkv and gate+up ffn_up
 };
 
 // From each model's published config (HF config.json unless noted): num_hidden_layers,
@@ -42,6 +43,9 @@ struct Preset {
 //   token, 32768 positions, rope_theta 1e6).
 // - moe-mini: not a published model: a small Mixtral-like shape (8 experts of 2816, top 2,
 //   12 layers of 1024) whose synthetic file fits a small machine, for `tally bench`.
+// - phi-3-mini: microsoft/Phi-3-mini-4k-instruct (q/k/v fused in qkv_proj, gate and up in
+//   gate_up_proj; vocab 32064 = Llama 2's 32000 + 64 added; 4096 positions, no LongRoPE;
+//   its sliding window of 2047 is not applied, as in llama.cpp).
 // - stories110M: llama2.c's TinyStories model (dim 768, 12 layers, 12 heads, hidden_dim
 //   2048, seq_len 1024, classifier shared with the embedding, fp32 checkpoint).
 constexpr std::array kPresets = {
@@ -77,6 +81,8 @@ constexpr std::array kPresets = {
            DType::kBF16, false, false, 8, 2, 14336},
     Preset{"moe-mini", "llama", 12, 1024, 16, 4, 64, 2816, 32000, 4096, false, false,
            DType::kBF16, false, false, 8, 2, 2816},
+    Preset{"phi-3-mini", "phi3", 32, 3072, 32, 32, 96, 8192, 32064, 4096, false, false,
+           DType::kBF16, false, false, 0, 0, 0, /*fused_projections=*/true},
 };
 
 }  // namespace
@@ -109,6 +115,7 @@ Result<PlanModel> plan_preset(std::string_view name) {
     m.n_expert = p.n_expert;
     m.n_expert_used = p.n_expert_used;
     m.n_ff_exp = p.n_ff_exp;
+    m.fused_projections = p.fused_projections;
     m.native_type = p.native;
     return plan_model_finish(std::move(m));
   }

@@ -63,6 +63,10 @@ void set_model_metadata(const SyntheticModelSpec& spec, const quant::QuantScheme
     w.set_u32(key("vocab_size"), u32(m.n_vocab));
     w.set_u32(key("rope.dimension_count"), u32(m.head_dim));
   }
+  if (arch == "phi3") {  // Phi3MiniModel's keys (no LongRoPE: the original context is the trained one)
+    w.set_u32(key("rope.scaling.original_context_length"), u32(m.context_length));
+    w.set_u32(key("rope.dimension_count"), u32(m.head_dim));
+  }
 }
 
 int64_t n_elements(const std::vector<int64_t>& dims) {
@@ -74,11 +78,11 @@ int64_t n_elements(const std::vector<int64_t>& dims) {
 Status check_spec(const SyntheticModelSpec& spec) {
   const plan::PlanModel& m = spec.shape;
   // The architectures whose tensors plan_model_shape_tensors lists (model/arch.h runs them).
-  constexpr std::string_view kArchs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen2moe", "qwen3moe"};
+  constexpr std::string_view kArchs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "qwen2moe", "qwen3moe", "phi3"};
   if (std::find(std::begin(kArchs), std::end(kArchs), m.architecture) == std::end(kArchs)) {
     return make_error(ErrorCode::kUnsupported,
-                      "synthetic model '{}': architecture '{}' (llama, qwen2, qwen3, gemma2, gemma3, qwen2moe or "
-                      "qwen3moe)",
+                      "synthetic model '{}': architecture '{}' (llama, qwen2, qwen3, gemma2, gemma3, qwen2moe, "
+                      "qwen3moe or phi3)",
                       m.name, m.architecture);
   }
   TALLY_RETURN_IF_ERROR(plan::plan_model_validate(m));
@@ -173,7 +177,7 @@ Result<SyntheticSummary> write_synthetic_model(const SyntheticOptions& o) {
 
   io::GgufWriter w;
   set_model_metadata(spec, scheme, o.seed, w);
-  TALLY_ASSIGN_OR_RETURN(const VocabCopy vocab_copy, copy_tokenizer_metadata(vocab, spec.shape.n_vocab, w));
+  TALLY_ASSIGN_OR_RETURN(const VocabCopy vocab_copy, copy_tokenizer_metadata(vocab, spec.shape.n_vocab, w, spec.added_tokens));
   w.set_u32("general.quantization_version", kQuantizationVersion);
 
   int64_t max_cols = 1;

@@ -20,7 +20,9 @@ struct HyperRow {
 };
 
 // rope_theta and rms_norm_eps of each model's config.json (llama2.c's stories110M: run.c's
-// 10000 and 1e-5); Gemma 3's sliding_window and linear rope_scaling factor. Presets not listed
+// 10000 and 1e-5); Gemma 3's sliding_window and linear rope_scaling factor; Phi-3's
+// sliding_window (written as llama.cpp's converter writes it; neither tally nor llama.cpp
+// applies it to phi3). Presets not listed
 // get 10000 / 1e-5.
 constexpr HyperRow kHyper[] = {
     {"llama-2-7b", 10000.0f, 1e-5f, false, false},
@@ -39,6 +41,7 @@ constexpr HyperRow kHyper[] = {
     {"qwen3-30b-a3b", 1000000.0f, 1e-6f, false, true},
     {"mixtral-8x7b", 1000000.0f, 1e-5f, false, false},
     {"moe-mini", 1000000.0f, 1e-5f, false, false},
+    {"phi-3-mini", 10000.0f, 1e-5f, false, false, 2047},
 };
 
 }  // namespace
@@ -56,8 +59,11 @@ Result<SyntheticModelSpec> synthetic_model_spec(std::string_view preset) {
     spec.sliding_window = row.sliding_window;
     spec.rope_linear_factor = row.rope_linear_factor;
   }
-  const bool llama2_vocab = spec.shape.architecture == "llama" && spec.shape.n_vocab == 32000;
+  // Phi-3's vocabulary is Llama 2's SentencePiece one plus 64 added tokens (placeholders here).
+  const bool llama2_vocab = (spec.shape.architecture == "llama" && spec.shape.n_vocab == 32000) ||
+                            spec.shape.architecture == "phi3";
   spec.default_vocab = llama2_vocab ? "ggml-vocab-llama-spm.gguf" : "ggml-vocab-gpt-2.gguf";
+  if (spec.shape.architecture == "phi3") spec.added_tokens = {"<|endoftext|>"};
   return spec;
 }
 

@@ -37,6 +37,9 @@ struct SyntheticModelSpec {
   // where it exists (Llama 2 SentencePiece, 32000 tokens), else the closest byte-level BPE
   // available (GPT-2's, padded with placeholder tokens up to the model's vocab size).
   std::string default_vocab = "ggml-vocab-llama-spm.gguf";
+  // Texts of the model's added tokens right after the stand-in's (Phi-3's "<|endoftext|>" at
+  // 32000: llama.cpp looks it up by text for a model named phi-3); the rest are placeholders.
+  std::vector<std::string> added_tokens;
 };
 
 // The spec of a plan preset (stories110M, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b,

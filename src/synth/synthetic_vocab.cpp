@@ -21,12 +21,14 @@ Status check_length(const io::GgufFile& vocab, std::string_view key, size_t got,
 
 // Writes one per-token array, padded; other keys are copied verbatim.
 Status copy_padded(const io::GgufFile& vocab, std::string_view key, size_t n_tokens, int64_t n_vocab,
-                   io::GgufWriter& out) {
+                   const std::vector<std::string>& added, io::GgufWriter& out) {
   const size_t n = static_cast<size_t>(n_vocab);
   if (key == kTokens) {
     TALLY_ASSIGN_OR_RETURN(const auto views, vocab.get_string_array(key));
     std::vector<std::string> tokens(views.begin(), views.end());
-    for (size_t id = tokens.size(); id < n; ++id) tokens.push_back(fmt::format("<|tally_placeholder_{}|>", id));
+    const size_t first = tokens.size();
+    for (size_t id = first; id < n; ++id)
+      tokens.push_back(id - first < added.size() ? added[id - first] : fmt::format("<|tally_placeholder_{}|>", id));
     out.set_string_array(std::string(key), std::move(tokens));
   } else if (key == kScores) {
     TALLY_ASSIGN_OR_RETURN(std::vector<float> scores, vocab.get_f32_array(key));
@@ -45,7 +47,8 @@ Status copy_padded(const io::GgufFile& vocab, std::string_view key, size_t n_tok
 
 }  // namespace
 
-Result<VocabCopy> copy_tokenizer_metadata(const io::GgufFile& vocab, int64_t n_vocab, io::GgufWriter& out) {
+Result<VocabCopy> copy_tokenizer_metadata(const io::GgufFile& vocab, int64_t n_vocab, io::GgufWriter& out,
+                                          const std::vector<std::string>& added) {
   TALLY_ASSIGN_OR_RETURN(const auto tokens, vocab.get_string_array(kTokens));
   VocabCopy copy;
   copy.n_file_tokens = static_cast<int64_t>(tokens.size());
@@ -57,7 +60,7 @@ Result<VocabCopy> copy_tokenizer_metadata(const io::GgufFile& vocab, int64_t n_v
   for (const auto& [key, value] : vocab.metadata()) {
     if (!key.starts_with("tokenizer.")) continue;
     if (key == kTokens || key == kScores || key == kTypes) {
-      TALLY_RETURN_IF_ERROR(copy_padded(vocab, key, tokens.size(), n_vocab, out));
+      TALLY_RETURN_IF_ERROR(copy_padded(vocab, key, tokens.size(), n_vocab, added, out));
     } else {
       out.set_value(std::string(key), value);
     }

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "io/gguf.h"
@@ -25,9 +27,12 @@ struct VocabCopy {
   int64_t n_placeholders = 0;  // tokens added to reach n_vocab
 };
 
-// Copies `vocab`'s tokenizer.* metadata into `out` (in the file's order), padded to n_vocab.
+// Copies `vocab`'s tokenizer.* metadata into `out` (in the file's order), padded to n_vocab;
+// the first padding tokens take the texts of `added` (the model's own added tokens, where a
+// reader looks them up by text), the rest are placeholders.
 // Fails when the file has no tokenizer.ggml.tokens, more than n_vocab tokens, or per-token
 // arrays whose lengths disagree.
-Result<VocabCopy> copy_tokenizer_metadata(const io::GgufFile& vocab, int64_t n_vocab, io::GgufWriter& out);
+Result<VocabCopy> copy_tokenizer_metadata(const io::GgufFile& vocab, int64_t n_vocab, io::GgufWriter& out,
+                                          const std::vector<std::string>& added = {});
 
 }  // namespace tally::synth

@@ -135,24 +135,43 @@ std::vector<ArchCase> arch_cases() {
                      {{"sliding_window", 5}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}},
                       {"query_pre_attn_scalar", 16}, {"rope_local_base_freq", 10000.0}}));
 
+  // Phi-3's special tokens: llama.cpp sets their attributes by text when general.name holds
+  // "phi3" (llama-vocab.cpp), and a vocabulary without "<unk>", "<s>", "</s>" and
+  // "<|endoftext|>" fails to load ("error loading model vocabulary: _Map_base::at").
+  json phi3_tokens = json::array();
+  int phi3_id = 102;
+  for (const char* t : {"<unk>", "<s>", "</s>", "<|endoftext|>"})
+    phi3_tokens.push_back({{"id", phi3_id++}, {"content", t}, {"special", true}});
   TinySpec phi3 = base("phi3", 113);
   phi3.fused = true;
   phi3.head_dim = 16;
   phi3.n_heads = 2;
   phi3.n_kv_heads = 2;
   ArchCase phi3_case = tiny("phi3", phi3);
-  phi3_case.llamacpp_refuses = true;
+  phi3_case.added_tokens = phi3_tokens;
   out.push_back(phi3_case);
-  // LongRoPE of the 128k models: context 256 past the original 64, so the long factors.
+  // LongRoPE of the 128k models with different factors per pair, and a prompt that runs past
+  // the original context of 64: the test's context 256 is past it, so both pick the long factors
+  // and the attention factor sqrt(1 + ln 4 / ln 64).
   TinySpec phi3_long = phi3;
   phi3_long.seed = 114;
   const json long_f = {1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0};
   const json short_f = {1.0, 1.0, 1.1, 1.2, 1.5, 2.0, 2.5, 3.0};
-  ArchCase longrope = tiny("phi3_longrope", phi3_long,
-                           {{"original_max_position_embeddings", 64},
-                            {"rope_scaling", {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}}}});
-  longrope.llamacpp_refuses = true;
-  out.push_back(longrope);
+  const json longrope = {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}};
+  ArchCase long_case = tiny("phi3_longrope", phi3_long, {{"original_max_position_embeddings", 64}, {"rope_scaling", longrope}});
+  long_case.added_tokens = phi3_tokens;
+  long_case.prompts.push_back(
+      "The quick brown fox jumps over the lazy dog, abc abc! Then 42 cats, 7 ab and a b c; all of it again.");
+  out.push_back(long_case);
+  // The same model trained to 1024 from 256, run at the test's context 256 = its original
+  // context: the short factors, still with the attention factor sqrt(1 + ln 4 / ln 256).
+  TinySpec phi3_short = phi3_long;
+  phi3_short.seed = 115;
+  phi3_short.context_length = 1024;
+  ArchCase short_case =
+      tiny("phi3_longrope_short", phi3_short, {{"original_max_position_embeddings", kArchContext}, {"rope_scaling", longrope}});
+  short_case.added_tokens = phi3_tokens;
+  out.push_back(short_case);
 
   ArchCase stories;
   stories.label = "stories260K";

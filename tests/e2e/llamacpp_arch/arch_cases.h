@@ -13,6 +13,10 @@
 
 namespace tally_test {
 
+// The context both tally (`generate -c`, Model::use_context_length) and llama.cpp run every
+// case with; it picks LongRoPE's factor set.
+inline constexpr int kArchContext = 256;
+
 struct ArchCase {
   std::string label;
   TinySpec spec;
@@ -26,10 +30,8 @@ struct ArchCase {
   // Hugging Face's Mistral masks to the window): only the positions before the window are
   // compared, and the later ones must differ (so a llama.cpp that applies it shows up here).
   int llamacpp_ignores_window = 0;
-  // llama.cpp refuses the file ("error loading model vocabulary: _Map_base::at" for phi3 with
-  // the 102-token test vocabulary; not resolved): checked to still fail, so that a llama.cpp
-  // that loads it shows up here and the comparison can be turned on.
-  bool llamacpp_refuses = false;
+  // Appended to the directory's tokenizer.json added_tokens (hf_dir_writer.h).
+  nlohmann::json added_tokens = nlohmann::json::array();
   std::string model_path;  // a GGUF in the repo (stories260K): no tiny model
   std::vector<std::string> prompts;
 };

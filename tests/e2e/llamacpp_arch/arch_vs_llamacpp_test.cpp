@@ -34,20 +34,22 @@ using nlohmann::json;
 // Tokens generated per prompt: past three windows of 5 after the short prompt, and a few
 // dozen positions for the rope scalings; longer adds run time, not coverage.
 constexpr int kNewTokens = 16;
-constexpr int kContext = 256;
 
 // Largest |tally - llama.cpp| logit difference accepted, relative to max(1, the row's largest
 // |logit|); measured maxima over all cases here (docs/models.md) in brackets. f32 weights
 // [6e-7; gemma2/3 7e-4/2e-4]: both sum in f32 in their own order, and llama.cpp's GELU goes
 // through an f16 table. f16 weights [1.9e-3]: llama.cpp rounds the activations to f16 before
-// the dot products, tally keeps them f32. q8_0 [4.8e-2, gemma2; 1-2.5e-2 the others]: both
-// quantize the activations to q8_0 blocks (llama.cpp keeps the block scale in f16, tally in
-// f32); the size of this gap is not fully explained (docs/models.md). About 3x (f32, f16) and
-// 1.7x (q8_0) the measured figures, for llama.cpp's other ISA paths on other machines.
+// the dot products, tally keeps them f32. About 3x those, for llama.cpp's other ISA paths on
+// other machines. q8_0 [4.8e-2, gemma2; 1-2.5e-2 the others]: both quantize the activations
+// to q8_0 blocks, but llama.cpp rounds the block scale to f16 (and scales by 127/amax), tally
+// keeps amax/127 in f32; the ~5e-4 relative difference flips int8 roundings of the next
+// layers' activations, each flip worth a whole quantization step. With llama.cpp's scale
+// convention in tally (an experiment, docs/models.md) llama and phi3 agree to 1e-7 at q8_0, and
+// gemma2 stays at 5e-2 (its f32 GELU gap, amplified the same way): 1.25x the largest.
 double tolerance(const std::string& type) {
   if (type == "f32") return 2e-3;
   if (type == "f16") return 6e-3;
-  return 8e-2;  // q8_0
+  return 6e-2;  // q8_0
 }
 
 struct ModelFile {
@@ -93,6 +95,7 @@ std::vector<ModelFile> write_model_files(const ArchCase& c) {
   if (!gguf.ok()) return {};
   HfDirOptions o;
   o.extra_config = c.extra_config;
+  o.added_tokens = c.added_tokens;
   write_hf_dir(merged, *gguf, dir + "_hf", o);
   std::vector<ModelFile> files;
   for (const std::string& type : kTypes) {
@@ -139,7 +142,7 @@ std::vector<int32_t> tally_tokenize(const std::string& path, const std::string& 
 
 std::vector<int32_t> tally_generate(const std::string& path, const std::string& text) {
   const auto r = run_command(tally("generate -m " + shell_quote(path) + " -p " + shell_quote(text) + " -n " +
-                                   std::to_string(kNewTokens) + " -c " + std::to_string(kContext) +
+                                   std::to_string(kNewTokens) + " -c " + std::to_string(kArchContext) +
                                    " --temp 0 --ignore-eos --kv-type f32 -t 2 --no-echo --print-ids"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string tag = "sampled ids:";
@@ -247,19 +250,13 @@ TEST_P(ArchVsLlamaCpp, SameTokensAndLogits) {
   json job = {{"threads", 1}, {"models", json::array()}};
   for (const ModelFile& f : files) {
     const std::string path = f.reference_path.empty() ? f.path : f.reference_path;
-    const json model = {{"path", path}, {"context", kContext}, {"prompts", prompts}};
+    const json model = {{"path", path}, {"context", kArchContext}, {"prompts", prompts}};
     job["models"].push_back(model);
   }
   std::string error;
   const json result = run_llamacpp("arch_reference.mjs", job, error);
   ASSERT_TRUE(error.empty()) << error;
   ASSERT_EQ(result["models"].size(), files.size());
-  if (c.llamacpp_refuses) {
-    for (const json& ref : result["models"]) EXPECT_TRUE(ref.contains("error")) << c.label << ": llama.cpp loads it now";
-    std::printf("[llama.cpp] %s: not compared, llama.cpp refuses the file: %s\n", c.label.c_str(),
-                result["models"][size_t{0}].value("error", std::string()).c_str());
-    return;
-  }
   for (size_t f = 0; f < files.size(); ++f) {
     const json& ref = result["models"][f];
     ASSERT_FALSE(ref.contains("error")) << c.label << " " << files[f].type << ": llama.cpp: " << ref["error"];
@@ -276,6 +273,7 @@ TEST_P(ArchVsLlamaCpp, SameTokensAndLogits) {
     const std::string what = c.label + " " + files[f].type;
     auto model = tally::Model::load(files[f].path);
     ASSERT_TRUE(model.ok()) << what << ": " << model.status().to_string();
+    (*model)->use_context_length(kArchContext);  // as generate -c: LongRoPE's factor set
     for (size_t p = 0; p < c.prompts.size(); ++p) {
       const std::string label = what + " prompt " + std::to_string(p);
       const Comparison cmp = compare_prompt(**model, label, prompt_ids[p], tally_generate(files[f].path, c.prompts[p]),

@@ -447,6 +447,38 @@ TEST_F(HfCheckpointErrors, PhiLongRopeFactorsBecomeTensors) {
   expect_error("rope_scaling.long_factor must be a list of", tally::ErrorCode::kFormat);
 }
 
+// LongRoPE's attention factor is always written, as llama.cpp's converter (Phi3MiniModel)
+// writes it: sqrt(1 + ln(scale) / ln(original)) for scale = max_position_embeddings / original
+// above 1, else 1; a config's attention_factor wins (Hugging Face's rule; llama.cpp's converter
+// ignores it).
+TEST_F(HfCheckpointErrors, PhiLongRopeAttnFactorIsAlwaysWritten) {
+  spec_ = base_spec("phi3");
+  spec_.fused = true;
+  SetUp();
+  const json factors = std::vector<double>(static_cast<size_t>(spec_.head_dim / 2), 2.0);
+  const json longrope = {{"type", "longrope"}, {"long_factor", factors}, {"short_factor", factors}};
+  const auto attn_factor = [&](const json& patch) -> double {
+    write({1, patch});
+    auto m = tally::Model::load(dir_);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    if (!m.ok()) return -1.0;
+    const auto v = (*m)->gguf().get_float("phi3.rope.scaling.attn_factor");
+    EXPECT_TRUE(v.ok()) << v.status().to_string();
+    return v.ok() ? *v : -1.0;
+  };
+  EXPECT_NEAR(attn_factor({{"max_position_embeddings", 256}, {"original_max_position_embeddings", 16},
+                           {"rope_scaling", longrope}}),
+              std::sqrt(1.0 + std::log(16.0) / std::log(16.0)), 1e-6);
+  EXPECT_EQ(attn_factor({{"max_position_embeddings", 16}, {"original_max_position_embeddings", 16},
+                         {"rope_scaling", longrope}}),
+            1.0);
+  json own = longrope;
+  own["attention_factor"] = 1.3;
+  EXPECT_NEAR(attn_factor({{"max_position_embeddings", 256}, {"original_max_position_embeddings", 16},
+                           {"rope_scaling", own}}),
+              1.3, 1e-6);
+}
+
 // Mistral's sliding_window windows every layer of a llama model; null means none.
 TEST_F(HfCheckpointErrors, MistralSlidingWindowWindowsEveryLayer) {
   write({1, {{"sliding_window", 8}}});

@@ -205,7 +205,9 @@ void write_hf_dir(const TinySpec& spec, const tally::io::GgufFile& gguf, const s
     write_text(dir / "model.safetensors.index.json", json{{"metadata", json::object()}, {"weight_map", weight_map}}.dump(2));
   }
   if (o.tokenizer) {
-    write_text(dir / "tokenizer.json", tiny_tokenizer_json().dump());
+    json tokenizer = tiny_tokenizer_json();
+    for (const json& t : o.added_tokens) tokenizer["added_tokens"].push_back(t);
+    write_text(dir / "tokenizer.json", tokenizer.dump());
     write_text(dir / "tokenizer_config.json",
                json{{"bos_token", "<|bos|>"}, {"eos_token", "<|eot|>"}, {"add_bos_token", true},
                     {"chat_template", "{% for m in messages %}{{ m.content }}{% endfor %}"}}.dump());

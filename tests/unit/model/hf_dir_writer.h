@@ -20,6 +20,9 @@ struct HfDirOptions {
   int shards = 1;
   nlohmann::json extra_config = nlohmann::json::object();  // merged into config.json
   bool tokenizer = true;                                     // tokenizer.json + tokenizer_config.json
+  // Appended to tokenizer.json's added_tokens ({id, content, special} objects, ids past the
+  // 102 tokens: the config's vocab_size pads the rest).
+  nlohmann::json added_tokens = nlohmann::json::array();
 };
 
 // The Hugging Face class of a tiny spec ("LlamaForCausalLM", "MixtralForCausalLM", ...).

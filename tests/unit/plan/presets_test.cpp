@@ -115,9 +115,40 @@ TEST(PlanPresets, MoePresetsCountEveryExpert) {
   EXPECT_EQ(n_expert_tensors, 3 * 48);
 }
 
+// Phi-3-mini-4k: q/k/v in one attn_qkv, gate and up in one ffn_up (no ffn_gate), untied;
+// 3.82B published, 3,821,079,552 from the shapes; 32 layers x 32 KV heads x 96 dims.
+TEST(PlanPresets, Phi3MiniFusesQkvAndGateUp) {
+  const PlanModel m = preset("phi-3-mini");
+  EXPECT_EQ(m.architecture, "phi3");
+  EXPECT_TRUE(m.fused_projections);
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_EQ(m.n_params(), 3'821'079'552);
+  EXPECT_NEAR(m.n_params() / 1e9, 3.82, 0.01);
+  int n_qkv = 0, n_up = 0;
+  for (const auto& t : m.tensors) {
+    EXPECT_FALSE(t.name.ends_with("attn_q.weight") || t.name.ends_with("ffn_gate.weight")) << t.name;
+    if (t.name.ends_with("attn_qkv.weight")) {
+      ++n_qkv;
+      EXPECT_EQ(t.n_cols, 3072) << t.name;
+      EXPECT_EQ(t.n_rows, 3 * 3072) << t.name;
+      EXPECT_EQ(t.role, TensorRole::kOther) << t.name;  // kept whole, as from a phi3 GGUF
+    }
+    if (t.name.ends_with("ffn_up.weight")) {
+      ++n_up;
+      EXPECT_EQ(t.n_rows, 2 * 8192) << t.name;
+    }
+  }
+  EXPECT_EQ(n_qkv, 32);
+  EXPECT_EQ(n_up, 32);
+  // 6 tensors per block (attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up, ffn_down) +
+  // token_embd, output_norm, output.
+  EXPECT_EQ(m.tensors.size(), 32u * 6 + 3);
+  EXPECT_EQ(kv_per_token(m), 32 * 32 * 96 * 2 * 2);
+}
+
 TEST(PlanPresets, EveryPresetIsValidAndPlans) {
   const auto names = plan_preset_names();
-  EXPECT_EQ(names.size(), 16u);
+  EXPECT_EQ(names.size(), 17u);
   for (const auto& name : names) {
     auto m = plan_preset(name);
     ASSERT_TRUE(m.ok()) << name << ": " << m.status().to_string();

@@ -222,6 +222,31 @@ TEST(SyntheticModel, Llama3RopeScalingWritesRopeFreqsFirst) {
   std::remove(w.path.c_str());
 }
 
+// phi3: the fused attn_qkv and gate+up ffn_up of the plan's shapes, and Phi3MiniModel's keys.
+TEST(SyntheticModel, Phi3WritesFusedProjectionsAndItsKeys) {
+  SyntheticModelSpec spec = tally_test::tiny_spec(1, 300);
+  spec.shape.name = "tiny-phi3";
+  spec.shape.architecture = "phi3";
+  spec.shape.fused_projections = true;
+  auto shape = plan::plan_model_finish(spec.shape);
+  ASSERT_TRUE(shape.ok()) << shape.status().to_string();
+  spec.shape = *shape;
+  const Written w = write(spec, "q8_0", 1, 1, 300, "phi3");
+  const io::GgufFile f = open(w.path);
+  EXPECT_EQ(*f.get_string("general.architecture"), "phi3");
+  EXPECT_EQ(*f.get_int("phi3.rope.scaling.original_context_length"), 512);
+  EXPECT_EQ(*f.get_int("phi3.rope.dimension_count"), 64);
+  const io::GgufTensorInfo* qkv = f.find_tensor("blk.0.attn_qkv.weight");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->dims, (std::vector<int64_t>{256, 256 + 2 * 128}));
+  const io::GgufTensorInfo* up = f.find_tensor("blk.0.ffn_up.weight");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->dims, (std::vector<int64_t>{256, 2 * 512}));
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_gate.weight"), nullptr);
+  EXPECT_EQ(f.find_tensor("blk.0.attn_q.weight"), nullptr);
+  std::remove(w.path.c_str());
+}
+
 TEST(SyntheticModel, BadOptionsFailWithoutLeavingAFile) {
   SyntheticOptions o;
   o.spec = tally_test::tiny_spec(1, 300);

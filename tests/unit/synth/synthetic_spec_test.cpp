@@ -28,6 +28,7 @@ TEST(SyntheticSpec, PresetsOfTheSpeedIssue) {
       {"gemma-3-4b", "gemma3", 34, 2560, 8, 4, 262208, true, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
       {"qwen3-30b-a3b", "qwen3moe", 48, 2048, 32, 4, 151936, false, false, 1e6f, 1e-6f, "ggml-vocab-gpt-2.gguf"},
       {"mixtral-8x7b", "llama", 32, 4096, 32, 8, 32000, false, false, 1e6f, 1e-5f, "ggml-vocab-llama-spm.gguf"},
+      {"phi-3-mini", "phi3", 32, 3072, 32, 32, 32064, false, false, 1e4f, 1e-5f, "ggml-vocab-llama-spm.gguf"},
   };
   for (const Want& w : wants) {
     auto spec = synthetic_model_spec(w.name);
@@ -50,6 +51,9 @@ TEST(SyntheticSpec, PresetsOfTheSpeedIssue) {
   EXPECT_TRUE(synthetic_model_spec("qwen3-8b")->head_dim_keys);
   EXPECT_EQ(synthetic_model_spec("gemma-3-4b")->sliding_window, 1024);
   EXPECT_EQ(synthetic_model_spec("gemma-3-4b")->rope_linear_factor, 8.0f);
+  EXPECT_TRUE(synthetic_model_spec("phi-3-mini")->shape.fused_projections);
+  EXPECT_EQ(synthetic_model_spec("phi-3-mini")->sliding_window, 2047);
+  EXPECT_EQ(synthetic_model_spec("phi-3-mini")->added_tokens, std::vector<std::string>{"<|endoftext|>"});
   EXPECT_FALSE(synthetic_model_spec("no-such-model").ok());
 }
 

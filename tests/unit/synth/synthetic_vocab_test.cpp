@@ -16,6 +16,22 @@ io::GgufFile reparse(const std::vector<uint8_t>& bytes) {
   return std::move(f).value();
 }
 
+// The model's own added tokens come first in the padding (Phi-3's "<|endoftext|>").
+TEST(SyntheticVocab, AddedTokensTakeTheFirstPaddingIds) {
+  const std::string path = tally_test::write_tiny_vocab(tally_test::temp_dir(), 5);
+  auto vocab = io::GgufFile::open(path);
+  ASSERT_TRUE(vocab.ok());
+  io::GgufWriter w;
+  ASSERT_TRUE(copy_tokenizer_metadata(*vocab, 8, w, {"<|endoftext|>"}).ok());
+  const auto bytes = w.to_bytes();
+  const auto tokens = *reparse(bytes).get_string_array("tokenizer.ggml.tokens");
+  ASSERT_EQ(tokens.size(), 8u);
+  EXPECT_EQ(tokens[4], "tok4");
+  EXPECT_EQ(tokens[5], "<|endoftext|>");
+  EXPECT_EQ(tokens[6], "<|tally_placeholder_6|>");
+  std::remove(path.c_str());
+}
+
 TEST(SyntheticVocab, PadsPerTokenArraysWithControlPlaceholders) {
   const std::string path = tally_test::write_tiny_vocab(tally_test::temp_dir(), 5);
   auto vocab = io::GgufFile::open(path);
