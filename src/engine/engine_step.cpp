@@ -36,13 +36,15 @@ void EngineCore::step() {
   // Speculation's step-cost curve T(n): the whole step, callbacks excluded, of steps whose
   // every position is a decode or a draft (one logits row and one sampling each). A prefill
   // position costs less (no logits row): its steps would make drafts look cheap. The draft
-  // model's passes after its first are priced on their own (record_draft_pass_time).
+  // model's passes after its first are priced on their own (record_draft_pass_time). Only
+  // an undrafted step tells the table how fast the machine is now (draft_length.h).
   const bool decode_only =
       std::all_of(out_.scheduled.begin(), out_.scheduled.end(),
                   [](const ScheduledSeq& row) { return row.n_tokens == row.n_draft + 1; });
   if (st.ok() && decode_only) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
-    sched_.record_step_time(out_.n_tokens, took.count() - draft_pass_seconds_);
+    sched_.record_step_time(out_.n_tokens, took.count() - draft_pass_seconds_,
+                            out_.n_draft_tokens() > 0);
   }
   publish_metrics();  // before the callbacks: a caller that sees its end sees its blocks freed
   deliver();

@@ -51,25 +51,47 @@ struct PooledAcceptance {
   void observe(bool accepted) { alpha += kWeight * ((accepted ? 1.0f : 0.0f) - alpha); }
 };
 
-// Step time by position count, 1..max_positions, each an EWMA of the steps of that size that
-// follows a faster step more readily than a slower one: on a shared machine the noise is
-// mostly other work stretching a step, so the floor is the step's own cost.
+// Step time by position count, 1..max_positions, as T(n) = speed x shape(n): how fast the
+// machine is now (how much other work stretches steps) times the step's own cost at that
+// size. On a shared machine the speed moves from one step to the next while the shape does
+// not, and a size the rule drafts is measured only when it drafts: kept as plain seconds, its
+// entry held the speed of the last time it drafted, so when the machine slowed the undrafted
+// size (measured every step) rose and the drafted ones did not, and drafts looked cheaper
+// than they were. So an undrafted step (the baseline the rule compares with) moves the shared
+// speed, which scales every size; a drafted step moves only its own size's shape (while
+// nothing but drafted steps run, the sizes are plain times again).
+//
+// Both are means of log times (a geometric mean: a stall of 10x does not swamp them), a step
+// moving them by at most kMaxStepLog: one lucky fast step, or one stall, cannot make a size
+// look cheap, or dear. The rule compares T(n0 + m) with T(n0), so the speed cancels there:
+// what decides a draft is the ratio of the shapes.
 class StepCostTable {
  public:
   explicit StepCostTable(int32_t max_positions);
-  // A step of `positions` positions took `seconds` (ignored outside 1..max_positions).
-  void record(int32_t positions, double seconds);
+  // A step of `positions` positions took `seconds` (ignored outside 1..max_positions);
+  // `drafted`: some of its positions were drafts (it does not move the speed).
+  void record(int32_t positions, double seconds, bool drafted = false);
   bool measured(int32_t positions) const;
-  // out[i] = estimated T(n0 + i): the EWMA where measured, else the straight line between
+  // out[i] = estimated T(n0 + i): speed x shape where measured, else the straight line between
   // the nearest measured sizes around it, else (past the largest or below the smallest
   // measured) the nearest measured value. All 0 while nothing is measured.
   void estimate(int32_t n0, std::span<double> out) const;
-  int32_t max_positions() const { return static_cast<int32_t>(seconds_.size()) - 1; }
+  int32_t max_positions() const { return static_cast<int32_t>(log_shape_.size()) - 1; }
 
  private:
-  static constexpr double kWeightDown = 0.5;  // a step faster than the estimate
-  static constexpr double kWeightUp = 0.1;    // a slower one
-  std::vector<double> seconds_;  // [n]; 0 = never measured
+  // A size's first steps are averaged (weight 1 / count), then it follows its last ~1 /
+  // kShapeWeight steps; the speed follows the last ~1 / kSpeedWeight undrafted steps.
+  static constexpr double kShapeWeight = 0.02;
+  static constexpr double kSpeedWeight = 0.25;
+  // A size measured only this often says more about itself than about the machine: its
+  // steps do not move the speed yet.
+  static constexpr int32_t kSettledCount = 4;
+  // The most one step moves a log estimate by (as a ratio, 2x).
+  static constexpr double kMaxStepLog = 0.6931471805599453;
+  double shape_seconds(int32_t positions) const;
+  std::vector<double> log_shape_;  // [n] log seconds at speed 1
+  std::vector<int32_t> count_;     // [n] steps recorded; 0 = never measured
+  double log_speed_ = 0.0;
 };
 
 // One sequence that could draft: its acceptance estimate and the most tokens it may draft

@@ -171,9 +171,9 @@ class Scheduler {
   }
   const SchedulerConfig& config() const { return config_; }
   // Speculation's step-cost curve: the engine reports each step's positions and wall time
-  // (draft_length.h); the adaptive draft length reads it.
-  void record_step_time(int32_t positions, double seconds) {
-    step_cost_.record(positions, seconds);
+  // (draft_length.h) and whether any of them were drafts; the adaptive draft length reads it.
+  void record_step_time(int32_t positions, double seconds, bool drafted = false) {
+    step_cost_.record(positions, seconds, drafted);
   }
   const StepCostTable& step_cost() const { return step_cost_; }
   // Where a new sequence's n-gram acceptance estimate starts (draft_length.h).

@@ -27,7 +27,7 @@ std::vector<int32_t> choose(const StepCostTable& cost, int32_t n0,
 TEST(StepCostTable, InterpolatesBetweenMeasuredSizesAndHoldsPastThem) {
   StepCostTable t(64);
   t.record(2, 1.0);
-  t.record(6, 3.0);
+  t.record(6, 2.0);
   t.record(0, 9.0);    // outside the table: ignored
   t.record(65, 9.0);
   t.record(4, -1.0);   // not a time: ignored
@@ -35,18 +35,63 @@ TEST(StepCostTable, InterpolatesBetweenMeasuredSizesAndHoldsPastThem) {
   t.estimate(1, est);  // n = 1..8
   EXPECT_DOUBLE_EQ(est[0], 1.0);  // below the smallest: the nearest
   EXPECT_DOUBLE_EQ(est[1], 1.0);
-  EXPECT_DOUBLE_EQ(est[2], 1.5);
-  EXPECT_DOUBLE_EQ(est[3], 2.0);
-  EXPECT_DOUBLE_EQ(est[4], 2.5);
-  EXPECT_DOUBLE_EQ(est[5], 3.0);
-  EXPECT_DOUBLE_EQ(est[6], 3.0);  // past the largest: held (the next draft measures it)
-  EXPECT_DOUBLE_EQ(est[7], 3.0);
-  t.record(6, 7.0);  // an EWMA: a tenth of the way up to a slower time
-  t.estimate(6, std::span<double>(est).first(1));
-  EXPECT_DOUBLE_EQ(est[0], 3.4);
-  t.record(6, 1.4);  // half the way down to a faster one
-  t.estimate(6, std::span<double>(est).first(1));
-  EXPECT_DOUBLE_EQ(est[0], 2.4);
+  EXPECT_DOUBLE_EQ(est[2], 1.25);
+  EXPECT_DOUBLE_EQ(est[3], 1.5);
+  EXPECT_DOUBLE_EQ(est[4], 1.75);
+  EXPECT_DOUBLE_EQ(est[5], 2.0);
+  EXPECT_DOUBLE_EQ(est[6], 2.0);  // past the largest: held (the next draft measures it)
+  EXPECT_DOUBLE_EQ(est[7], 2.0);
+  EXPECT_FALSE(t.measured(4));
+}
+
+double estimate_at(const StepCostTable& t, int32_t n) {
+  double v = 0.0;
+  t.estimate(n, std::span<double>(&v, 1));
+  return v;
+}
+
+// T(n) at batch 1 as the rule sees it: nothing drafted unless T(2) / T(1) is below what a
+// draft of one token with acceptance 0.6 earns (1.6 / 1.1).
+std::vector<int32_t> one_token_draft(const StepCostTable& t) {
+  return choose(t, 1, {{0.6f, 1}});
+}
+
+// The speed of a shared machine moves; a size the rule drafts is measured only when it
+// drafts. A slower machine (every step 2x), seen in the undrafted steps, scales the drafted
+// sizes not measured since: their ratio to the undrafted size, which decides a draft, holds.
+TEST(StepCostTable, ASlowerMachineScalesTheSizesNotMeasuredSince) {
+  StepCostTable t(8);
+  for (int i = 0; i < 40; ++i) t.record(1, 1.0);
+  for (int i = 0; i < 6; ++i) t.record(2, 1.6, /*drafted=*/true);  // a draft costs 0.6 step
+  EXPECT_NEAR(estimate_at(t, 2) / estimate_at(t, 1), 1.6, 1e-9);
+  EXPECT_EQ(one_token_draft(t), (std::vector<int32_t>{0}));
+  for (int i = 0; i < 200; ++i) t.record(1, 2.0);  // the machine slows; nothing drafts
+  EXPECT_NEAR(estimate_at(t, 1), 2.0, 0.01);
+  EXPECT_GT(estimate_at(t, 2), 2.0 * 1.45);  // the ratio drifts a little (the shapes move too)
+  EXPECT_EQ(one_token_draft(t), (std::vector<int32_t>{0}));
+  // Drafted steps alone leave the speed where it is: T(1) is not measured while every step
+  // drafts, and its last estimate is what the drafts are compared with.
+  const double t1 = estimate_at(t, 1);
+  for (int i = 0; i < 50; ++i) t.record(2, 8.0, /*drafted=*/true);
+  EXPECT_DOUBLE_EQ(estimate_at(t, 1), t1);
+  EXPECT_GT(estimate_at(t, 2), 6.0);  // from 3.1, towards its own steps (the mean of its steps)
+}
+
+// One lucky fast step (or one stall) moves a size's estimate by at most 2x, and a settled
+// size's by a small share of that: the rule is not talked into drafting by one step.
+TEST(StepCostTable, OneLuckyFastStepDoesNotMakeASizeCheap) {
+  StepCostTable t(8);
+  for (int i = 0; i < 40; ++i) t.record(1, 1.0);
+  for (int i = 0; i < 8; ++i) t.record(2, 2.4, true);  // stories260K-like: T(2) = 2.4 T(1)
+  ASSERT_EQ(choose(t, 1, {{0.95f, 1}}), (std::vector<int32_t>{0}));
+  t.record(2, 0.6, true);  // a step 4x faster than the size's own cost
+  EXPECT_GT(estimate_at(t, 2) / estimate_at(t, 1), 2.1);
+  EXPECT_EQ(choose(t, 1, {{0.95f, 1}}), (std::vector<int32_t>{0}));
+  for (int i = 0; i < 3; ++i) t.record(1, 0.25);  // nor a few lucky undrafted ones
+  EXPECT_GT(estimate_at(t, 2) / estimate_at(t, 1), 2.1);
+  for (int i = 0; i < 3; ++i) t.record(1, 10.0);  // nor a few stalls
+  EXPECT_GT(estimate_at(t, 2) / estimate_at(t, 1), 2.1);
+  EXPECT_EQ(choose(t, 1, {{0.95f, 1}}), (std::vector<int32_t>{0}));
 }
 
 TEST(DraftLength, NothingMeasuredMeansNoDraft) {
