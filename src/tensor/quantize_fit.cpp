@@ -3,7 +3,7 @@
 // rounding makes the error a ragged function of the step, so ~20 candidate steps a little on
 // either side are tried; under each, every value takes its nearest level, and the weighted
 // least-squares scale (and offset) for those levels is solved in closed form. The candidate
-// with the least weighted error wins. (Published as the "scale search" of llama.cpp's
+// with the least weighted error wins. The affine fit also moves the grid (fit_affine_group). (Published as the "scale search" of llama.cpp's
 // k-quants; written here from that description.)
 #include "tensor/quantize_fit.h"
 
