@@ -3,7 +3,7 @@
 // rounding makes the error a ragged function of the step, so ~20 candidate steps a little on
 // either side are tried; under each, every value takes its nearest level, and the weighted
 // least-squares scale (and offset) for those levels is solved in closed form. The candidate
-// with the least weighted error wins. (Published as the "scale search" of llama.cpp's
+// with the least weighted error wins. The affine fit also moves the grid (fit_affine_group). (Published as the "scale search" of llama.cpp's
 // k-quants; written here from that description.)
 #include "tensor/quantize_fit.h"
 
@@ -19,6 +19,7 @@ namespace {
 
 constexpr int kSearchSteps = 10;     // candidates each side of the extreme's step
 constexpr float kSearchDelta = 0.1f;  // in levels
+constexpr int kRefits = 8;           // re-roundings of the best affine fit, at most
 
 // Nearest level to v in [lo, hi] (ties to even; NaN to lo). Clamped first, then rounded by
 // adding and removing 1.5 * 2^23 (exact for |v| < 2^22, in the default rounding mode), which
@@ -107,6 +108,45 @@ float fit_symmetric_group(const float* x, const float* w, int n, int q_lo, int q
   return best_scale;
 }
 
+namespace {
+
+// The weighted least-squares (scale, offset) for the levels that step 1/iscale from `origin`
+// gives each value, and its error less sum w x^2 (the same for every candidate). False when
+// the levels do not give a positive scale.
+struct AffineCandidate {
+  AffineFit fit;
+  double err = 0.0;
+};
+
+bool fit_levels(const float* x, const float* w, int n, int q_hi, bool offset_nonnegative, float origin, float iscale,
+                AffineCandidate* out) {
+  double sw = 0.0, sl = 0.0, sl2 = 0.0, sx = 0.0, slx = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const auto l = static_cast<double>(clamp_level(iscale * (x[i] - origin), 0, q_hi));
+    sw += w[i];
+    sl += w[i] * l;
+    sl2 += w[i] * l * l;
+    sx += w[i] * x[i];
+    slx += w[i] * l * x[i];
+  }
+  // x ≈ a * l + b by weighted least squares.
+  const double det = sw * sl2 - sl * sl;
+  if (!(det > 0.0)) return false;
+  double a = (sw * slx - sl * sx) / det;
+  double b = (sl2 * sx - sl * slx) / det;
+  if (offset_nonnegative && b > 0.0) {
+    b = 0.0;
+    a = slx / sl2;
+  }
+  if (!(a > 0.0)) return false;
+  out->fit = {static_cast<float>(a), static_cast<float>(-b)};
+  // sum w (a l + b - x)^2 from the sums, without sum w x^2.
+  out->err = a * a * sl2 + 2 * a * b * sl + b * b * sw - 2 * a * slx - 2 * b * sx;
+  return true;
+}
+
+}  // namespace
+
 AffineFit fit_affine_group(const float* x, const float* w, int n, int q_hi, bool offset_nonnegative) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < n; ++i) {
@@ -120,34 +160,30 @@ AffineFit fit_affine_group(const float* x, const float* w, int n, int q_hi, bool
   double sxx = 0.0;
   for (int i = 0; i < n; ++i) sxx += static_cast<double>(w[i]) * x[i] * x[i];
   double best_err = group_error(x, w, n, best.scale, best.offset, 0, q_hi, nullptr) - sxx;
+  const auto consider = [&](float origin, float iscale) {
+    AffineCandidate c;
+    if (!fit_levels(x, w, n, q_hi, offset_nonnegative, origin, iscale, &c) || !(c.err < best_err)) return false;
+    best_err = c.err;
+    best = c.fit;
+    return true;
+  };
+  // Where the levels sit matters as much as their step: when one value stretches the range
+  // (an outlier), the rest share two or three levels, and which values round together depends
+  // on the grid's offset more than on its step. So each step is tried with the grid's bottom
+  // level at the low end, then its top level at the high end, then (around the best so far)
+  // its bottom level at the best fit's; last, the values are re-rounded to the best fit's
+  // levels and refitted while that lowers the error.
+  for (int is = -kSearchSteps; is <= kSearchSteps; ++is)
+    consider(lo, (levels + kSearchDelta * static_cast<float>(is)) / (hi - lo));
   for (int is = -kSearchSteps; is <= kSearchSteps; ++is) {
     const float iscale = (levels + kSearchDelta * static_cast<float>(is)) / (hi - lo);
-    double sw = 0.0, sl = 0.0, sl2 = 0.0, sx = 0.0, slx = 0.0;
-    for (int i = 0; i < n; ++i) {
-      const auto l = static_cast<double>(clamp_level(iscale * (x[i] - lo), 0, q_hi));
-      sw += w[i];
-      sl += w[i] * l;
-      sl2 += w[i] * l * l;
-      sx += w[i] * x[i];
-      slx += w[i] * l * x[i];
-    }
-    // x ≈ a * l + b by weighted least squares.
-    const double det = sw * sl2 - sl * sl;
-    if (!(det > 0.0)) continue;
-    double a = (sw * slx - sl * sx) / det;
-    double b = (sl2 * sx - sl * slx) / det;
-    if (offset_nonnegative && b > 0.0) {
-      b = 0.0;
-      a = slx / sl2;
-    }
-    if (!(a > 0.0)) continue;
-    const AffineFit cand{static_cast<float>(a), static_cast<float>(-b)};
-    // sum w (a l + b - x)^2 from the sums, without sum w x^2 (the same for every candidate).
-    const double err = a * a * sl2 + 2 * a * b * sl + b * b * sw - 2 * a * slx - 2 * b * sx;
-    if (err < best_err) {
-      best_err = err;
-      best = cand;
-    }
+    consider(hi - levels / iscale, iscale);
+  }
+  const float origin = -best.offset;
+  if (hi > origin)
+    for (int is = -kSearchSteps; is <= kSearchSteps; ++is)
+      consider(origin, (levels + kSearchDelta * static_cast<float>(is)) / (hi - origin));
+  for (int it = 0; it < kRefits && consider(-best.offset, 1.0f / best.scale); ++it) {
   }
   return best;
 }

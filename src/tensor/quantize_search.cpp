@@ -31,19 +31,15 @@ struct AffineShape {
   int n_sub, sub_len, q_hi, scale_max;
 };
 
-KQuantCodes search_affine_k(const float* x, const float* w, const AffineShape& s) {
-  detail::AffineFit fit[16];
-  float max_scale = 0.0f, max_offset = 0.0f;
-  for (int j = 0; j < s.n_sub; ++j) {
-    fit[j] = detail::fit_affine_group(x + j * s.sub_len, w + j * s.sub_len, s.sub_len, s.q_hi, true);
-    max_scale = std::max(max_scale, fit[j].scale);
-    max_offset = std::max(max_offset, fit[j].offset);
-  }
-  KQuantCodes c;
-  const auto scale_max = static_cast<float>(s.scale_max);
-  c.d = f32_to_f16(max_scale / scale_max);
-  c.dmin = f32_to_f16(max_offset / scale_max);
-  const float d = f16_to_f32(c.d), dmin = f16_to_f32(c.dmin);
+// The integer scales and mins of every sub-block under f16 super-block scales d and dmin (each
+// tried at its rounding and one step either side, the values re-rounded), into c; returns the
+// block's weighted error.
+double affine_k_codes(const float* x, const float* w, const AffineShape& s, const detail::AffineFit* fit,
+                      uint16_t d_bits, uint16_t dmin_bits, KQuantCodes& c) {
+  c.d = d_bits;
+  c.dmin = dmin_bits;
+  const float d = f16_to_f32(d_bits), dmin = f16_to_f32(dmin_bits);
+  double total = 0.0;
   for (int j = 0; j < s.n_sub; ++j) {
     const float* xj = x + j * s.sub_len;
     const float* wj = w + j * s.sub_len;
@@ -61,9 +57,30 @@ KQuantCodes search_affine_k(const float* x, const float* w, const AffineShape& s
         }
       }
     }
-    detail::group_error(xj, wj, s.sub_len, d * static_cast<float>(c.sc[j]), dmin * static_cast<float>(c.m[j]), 0,
-                        s.q_hi, c.q + j * s.sub_len);
+    total += best;
   }
+  return total;
+}
+
+KQuantCodes search_affine_k(const float* x, const float* w, const AffineShape& s) {
+  detail::AffineFit fit[16];
+  float max_scale = 0.0f, max_offset = 0.0f;
+  for (int j = 0; j < s.n_sub; ++j) {
+    fit[j] = detail::fit_affine_group(x + j * s.sub_len, w + j * s.sub_len, s.sub_len, s.q_hi, true);
+    max_scale = std::max(max_scale, fit[j].scale);
+    max_offset = std::max(max_offset, fit[j].offset);
+  }
+  // d is an f16 too: its rounding, and the f16 on the other side of max_scale / scale_max
+  // (which matters most where d is near f16's underflow and one step of it is coarse).
+  const auto scale_max = static_cast<float>(s.scale_max);
+  const uint16_t d0 = f32_to_f16(max_scale / scale_max), dmin = f32_to_f16(max_offset / scale_max);
+  const uint16_t d_other = f16_to_f32(d0) > max_scale / scale_max ? (d0 > 0 ? d0 - 1 : d0) : d0 + 1;
+  KQuantCodes c, other;
+  if (affine_k_codes(x, w, s, fit, d_other, dmin, other) < affine_k_codes(x, w, s, fit, d0, dmin, c)) c = other;
+  const float d = f16_to_f32(c.d), dm = f16_to_f32(c.dmin);
+  for (int j = 0; j < s.n_sub; ++j)
+    detail::group_error(x + j * s.sub_len, w + j * s.sub_len, s.sub_len, d * static_cast<float>(c.sc[j]),
+                        dm * static_cast<float>(c.m[j]), 0, s.q_hi, c.q + j * s.sub_len);
   return c;
 }
 

@@ -233,10 +233,10 @@ TEST(Quantize, RmsErrorPerType) {
       {DType::kQ4_1, 0.0783},
       {DType::kQ5_0, 0.0426},
       {DType::kQ5_1, 0.0378},
-      {DType::kQ2_K, 0.269},
+      {DType::kQ2_K, 0.266},
       {DType::kQ3_K, 0.146},
-      {DType::kQ4_K, 0.0708},
-      {DType::kQ5_K, 0.0350},
+      {DType::kQ4_K, 0.0702},
+      {DType::kQ5_K, 0.0348},
       {DType::kQ6_K, 0.0170},
       {DType::kIQ4_NL, 0.0740},
       {DType::kIQ4_XS, 0.0747}
