@@ -1,9 +1,10 @@
 // AVX2 + FMA + F16C kernels (built with those flags; called only after run-time dispatch).
 // Float weights: eight fma lanes per (row, token) exactly as matmul_scalar.cpp orders them,
-// four rows by three tokens at a time so each weight vector is loaded and converted once for
-// the three tokens. Quantized weights: maddubs + madd integer dots, Q8_0 / Q4_0 over the
-// interleaved layout (matmul_interleaved_simd.h), the K-quants in matmul_simd_quant.h (fewer
-// than 8 tokens) and matmul_gemm_kquant_ymm.h (the GEMM, from 8 tokens).
+// four rows by two tokens at a time so each weight vector is loaded and converted once for
+// both tokens (4 x 3, which the 16 ymm just hold, measured slower on Zen 5 under AVX2).
+// Quantized weights: maddubs + madd integer dots, Q8_0 / Q4_0 over the interleaved layout
+// (matmul_interleaved_simd.h), the K-quants in matmul_simd_quant.h (fewer than 8 tokens) and
+// matmul_gemm_kquant_ymm.h (the GEMM, from 8 tokens).
 #include <immintrin.h>
 
 #include "backend/cpu/matmul_gemm_kquant_ymm.h"
@@ -99,33 +100,31 @@ void float_block(const uint8_t* const* rows, const float* x, int64_t n, float* y
   }
 }
 
-// Tokens [t, t_end) against R rows from o: T at a time, then T - 1, ..., 1.
-template <class Load, int R, int T>
-void float_rows(const MatmulTile& tile, int64_t o, int64_t t, int64_t t_end) {
+// Tokens [t0, t_end) against R rows from o.
+template <class Load, int R>
+void float_rows(const MatmulTile& tile, int64_t o, int64_t t0, int64_t t_end) {
   const WeightMatrix& w = *tile.w;
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
-  for (; t + T <= t_end; t += T)
-    float_block<Load, R, T>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o,
+  int64_t t = t0;
+  for (; t + 2 <= t_end; t += 2)
+    float_block<Load, R, 2>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o,
                             w.n_out);
-  if constexpr (T > 1) float_rows<Load, R, T - 1>(tile, o, t, t_end);
+  if (t < t_end)
+    float_block<Load, R, 1>(rows, tile.acts->x + t * w.n_in, w.n_in, tile.y + t * w.n_out + o,
+                            w.n_out);
 }
 
-// Several tokens: a register tile of kFloatRows rows x kFloatTokens tokens (12 accumulators,
-// 3 activation vectors and the widened weight vector: the 16 ymm), each weight vector loaded
-// and widened once for the tile's tokens; tokens in blocks of kFloatTokenBlock (their f32
-// rows stay in L2) while the tile's rows take turns. A lone token (decode's matvec) takes 8
-// rows at a time, so that 8 independent fma chains hide the fma latency.
-inline constexpr int kFloatRows = 4;
-inline constexpr int kFloatTokens = 3;
-inline constexpr int64_t kFloatTokenBlock = 24;
-
+// Tokens in blocks of 8 (their f32 rows stay in L2) against the tile's rows, 4 at a time; a
+// lone token (decode's matvec) takes 8 rows at a time, so that 8 independent fma chains hide
+// the fma latency.
 template <class Load>
 void tile_float(const MatmulTile& tile) {
+  constexpr int64_t kTokenBlock = 8;
   const int64_t n_tokens = tile.acts->n_tokens;
   const WeightMatrix& w = *tile.w;
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kFloatTokenBlock) {
-    const int64_t t_end = t0 + kFloatTokenBlock < n_tokens ? t0 + kFloatTokenBlock : n_tokens;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenBlock) {
+    const int64_t t_end = t0 + kTokenBlock < n_tokens ? t0 + kTokenBlock : n_tokens;
     int64_t o = tile.row_begin;
     if (t_end - t0 == 1) {
       for (; o + 8 <= tile.row_end; o += 8) {
@@ -135,9 +134,8 @@ void tile_float(const MatmulTile& tile) {
                                 w.n_out);
       }
     }
-    for (; o + kFloatRows <= tile.row_end; o += kFloatRows)
-      float_rows<Load, kFloatRows, kFloatTokens>(tile, o, t0, t_end);
-    for (; o < tile.row_end; ++o) float_rows<Load, 1, kFloatTokens>(tile, o, t0, t_end);
+    for (; o + 4 <= tile.row_end; o += 4) float_rows<Load, 4>(tile, o, t0, t_end);
+    for (; o < tile.row_end; ++o) float_rows<Load, 1>(tile, o, t0, t_end);
   }
 }
 
