@@ -42,8 +42,12 @@ CpuFeatures detect() {
   }
   if (const char* isa = std::getenv("TALLY_ISA")) {
     if (std::strcmp(isa, "scalar") == 0) f = CpuFeatures{};
-    if (std::strcmp(isa, "avx2") == 0) {
+    // "avx2" keeps AVX-VNNI (the AVX2 level as a CPU with it runs it); "avx2-novnni" drops
+    // it too, for the plain AVX2 path of CPUs without it (Zen 3) on one that has it.
+    const bool novnni = std::strcmp(isa, "avx2-novnni") == 0;
+    if (std::strcmp(isa, "avx2") == 0 || novnni) {
       f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512bf16 = false;
+      if (novnni) f.avxvnni = false;
     }
   }
   return f;

@@ -20,7 +20,8 @@ struct CpuFeatures {
 };
 
 // The detected features, optionally lowered by the environment variable TALLY_ISA
-// ("scalar", "avx2", "avx512") so tests and benchmarks can force each path.
+// ("scalar", "avx2", "avx2-novnni": AVX2 without AVX-VNNI, "avx512") so tests and benchmarks
+// can force each path.
 const CpuFeatures& cpu_features();
 
 enum class IsaLevel { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };

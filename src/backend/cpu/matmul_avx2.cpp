@@ -1,10 +1,13 @@
 // AVX2 + FMA + F16C kernels (built with those flags; called only after run-time dispatch).
 // Float weights: eight fma lanes per (row, token) exactly as matmul_scalar.cpp orders them,
 // four rows by two tokens at a time so each weight vector is loaded and converted once for
-// both tokens. Quantized weights: maddubs + madd integer dots, Q8_0 / Q4_0 over the
-// interleaved layout (matmul_interleaved_simd.h), the K-quants in matmul_simd_quant.h.
+// both tokens (4 x 3, which the 16 ymm just hold, measured slower on Zen 5 under AVX2).
+// Quantized weights: maddubs + madd integer dots, Q8_0 / Q4_0 over the interleaved layout
+// (matmul_interleaved_simd.h), the K-quants in matmul_simd_quant.h (fewer than 8 tokens) and
+// matmul_gemm_kquant_ymm.h (the GEMM, from 8 tokens).
 #include <immintrin.h>
 
+#include "backend/cpu/matmul_gemm_kquant_ymm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_simd_block32.h"
@@ -18,6 +21,9 @@ namespace tally::cpu::detail {
 namespace {
 
 struct Avx2Dot {
+  // The dot's pairs pass through int16 (vpmaddubsw): they may saturate, and dot_scaled's
+  // scale rides on the vpmaddwd for free (matmul_gemm_kquant_ymm.h).
+  static constexpr bool kInt16Pairs = true;
   // maddubs: u8 * s8 pairs into int16. No saturation for any weight type here: the largest
   // pair is 2 * 128 * 127 (Q8_0 with |w| = 128 and activations within +-127).
   static __m256i dot(__m256i u, __m256i s) {
@@ -133,6 +139,10 @@ void tile_float(const MatmulTile& tile) {
   }
 }
 
+// The super-block types: the GEMM from 8 tokens, the per-row kernels below.
+template <class G, MatmulTileFn narrow>
+constexpr MatmulTileFn kgemm = simd::tile_kgemm_ymm<G, Avx2Dot, narrow>;
+
 }  // namespace
 
 const MatmulKernels& matmul_kernels_avx2() {
@@ -143,16 +153,18 @@ const MatmulKernels& matmul_kernels_avx2() {
       tile_float<LoadBf16>,
       simd::tile_interleaved<Avx2Dot, simd::Q8_0x8>,
       simd::tile_interleaved<Avx2Dot, simd::Q4_0x8>,
-      simd::tile_rows<simd::Q4KKernel<Avx2Dot>>,
-      simd::tile_rows<simd::Q6KKernel<Avx2Dot>>,
+      kgemm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<Avx2Dot>>>,
+      kgemm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<Avx2Dot>>>,
       simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q4_1Unpack>>,
       simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q5_0Unpack>>,
       simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q5_1Unpack>>,
-      simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q2KUnpack>>,
-      simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q3KUnpack>>,
-      simd::tile_rows<simd::Q4KKernel<Avx2Dot, BlockQ5_K>>,
+      kgemm<simd::K16Gemm<simd::Q2KUnpack>,
+            simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q2KUnpack>>>,
+      kgemm<simd::K16Gemm<simd::Q3KUnpack>,
+            simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q3KUnpack>>>,
+      kgemm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<Avx2Dot, BlockQ5_K>>>,
       simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::IQ4NLUnpack>>,
-      simd::tile_rows<simd::IQ4XSKernel<Avx2Dot>>,
+      simd::tile_rows<simd::IQ4XSKernel<Avx2Dot>>,  // no GEMM: its u8 form saturates vpmaddubsw
       act_quantize_row32_avx2,
       act_quantize_row_k_avx2,
   };

@@ -4,7 +4,8 @@
 // arithmetic, and so every result, is the AVX2 path's (matmul_interleaved_simd.h,
 // matmul_simd_quant.h). Q8_0 / Q4_0 with several tokens take the 512-bit GEMM
 // (matmul_gemm_zmm.h), one token the 256-bit kernels: the same bits either way. So do the
-// super-block types with 8 tokens or more (matmul_gemm_kquant_zmm.h). Float weights
+// super-block types with 8 tokens or more (matmul_gemm_kquant_zmm.h), and so do Q4_1, Q5_0,
+// Q5_1 and IQ4_NL (matmul_gemm_block32_zmm.h). Float weights
 // with several tokens take 512-bit fma (matmul_float_zmm.h); one token, memory-bound, the AVX2
 // kernels. All follow the canonical order (matmul_kernels.h).
 // GCC 12's AVX-512 intrinsics start from an undefined vector (`__m512 __Y = __Y;`), which
@@ -14,6 +15,7 @@
 #include <immintrin.h>
 
 #include "backend/cpu/matmul_float_zmm.h"
+#include "backend/cpu/matmul_gemm_block32_zmm.h"
 #include "backend/cpu/matmul_gemm_kquant_zmm.h"
 #include "backend/cpu/matmul_gemm_zmm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
@@ -42,6 +44,11 @@ void tile_float(const MatmulTile& tile) {
   simd::tile_float_zmm<Load>(tile, matmul_kernels_avx2().*narrow);
 }
 
+// The 32-block types with per-row kernels: the GEMM from 8 tokens, those kernels below.
+template <class Unpack>
+constexpr MatmulTileFn block32 =
+    simd::tile_b32gemm_zmm<Unpack, simd::tile_rows<simd::Block32Kernel<VnniDot, Unpack>>>;
+
 }  // namespace
 
 const MatmulKernels& matmul_kernels_avx512_vnni() {
@@ -54,15 +61,15 @@ const MatmulKernels& matmul_kernels_avx512_vnni() {
       simd::tile_gemm_zmm<VnniDot, simd::Q4_0Zmm>,
       simd::tile_kgemm_zmm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot>>>,
       simd::tile_kgemm_zmm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<VnniDot>>>,
-      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q4_1Unpack>>,
-      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q5_0Unpack>>,
-      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::Q5_1Unpack>>,
+      block32<simd::Q4_1Unpack>,
+      block32<simd::Q5_0Unpack>,
+      block32<simd::Q5_1Unpack>,
       simd::tile_kgemm_zmm<simd::K16Gemm<simd::Q2KUnpack>,
                            simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q2KUnpack>>>,
       simd::tile_kgemm_zmm<simd::K16Gemm<simd::Q3KUnpack>,
                            simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q3KUnpack>>>,
       simd::tile_kgemm_zmm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot, BlockQ5_K>>>,
-      simd::tile_rows<simd::Block32Kernel<VnniDot, simd::IQ4NLUnpack>>,
+      block32<simd::IQ4NLUnpack>,
       simd::tile_kgemm_zmm<simd::IQ4XSGemm,
                            simd::tile_rows<simd::IQ4XSKernel<VnniDot>>>,
       matmul_kernels_avx2().act32,

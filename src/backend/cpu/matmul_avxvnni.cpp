@@ -3,10 +3,12 @@
 // under TALLY_ISA=avx2). The quantized dots use the VEX vpdpbusd on 256-bit vectors, which
 // replaces vpmaddubsw + vpmaddwd (+ vpaddd) with one instruction and cannot saturate; every
 // loop, layout and float step is the AVX2 path's (matmul_interleaved_simd.h,
-// matmul_simd_quant.h), so every result is its bits. Float weights have no integer dot: the
-// AVX2 kernels serve them as they are.
+// matmul_simd_quant.h, the K-quant GEMM matmul_gemm_kquant_ymm.h, which here also takes
+// IQ4_XS: vpdpbusd has no int16 pairs to saturate), so every result is its bits. Float
+// weights have no integer dot: the AVX2 kernels serve them as they are.
 #include <immintrin.h>
 
+#include "backend/cpu/matmul_gemm_kquant_ymm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_simd_block32.h"
@@ -26,6 +28,10 @@ struct VexDpbusd {
 };
 using AvxVnniDot = simd::VnniDot<VexDpbusd>;
 
+// The super-block types: the GEMM from 8 tokens, the per-row kernels below.
+template <class G, MatmulTileFn narrow>
+constexpr MatmulTileFn kgemm = simd::tile_kgemm_ymm<G, AvxVnniDot, narrow>;
+
 }  // namespace
 
 const MatmulKernels& matmul_kernels_avx2_vnni() {
@@ -36,16 +42,18 @@ const MatmulKernels& matmul_kernels_avx2_vnni() {
       matmul_kernels_avx2().bf16,
       simd::tile_interleaved<AvxVnniDot, simd::Q8_0x8>,
       simd::tile_interleaved<AvxVnniDot, simd::Q4_0x8>,
-      simd::tile_rows<simd::Q4KKernel<AvxVnniDot>>,
-      simd::tile_rows<simd::Q6KKernel<AvxVnniDot>>,
+      kgemm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<AvxVnniDot>>>,
+      kgemm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<AvxVnniDot>>>,
       simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::Q4_1Unpack>>,
       simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::Q5_0Unpack>>,
       simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::Q5_1Unpack>>,
-      simd::tile_rows<simd::K16Kernel<AvxVnniDot, simd::Q2KUnpack>>,
-      simd::tile_rows<simd::K16Kernel<AvxVnniDot, simd::Q3KUnpack>>,
-      simd::tile_rows<simd::Q4KKernel<AvxVnniDot, BlockQ5_K>>,
+      kgemm<simd::K16Gemm<simd::Q2KUnpack>,
+            simd::tile_rows<simd::K16Kernel<AvxVnniDot, simd::Q2KUnpack>>>,
+      kgemm<simd::K16Gemm<simd::Q3KUnpack>,
+            simd::tile_rows<simd::K16Kernel<AvxVnniDot, simd::Q3KUnpack>>>,
+      kgemm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<AvxVnniDot, BlockQ5_K>>>,
       simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::IQ4NLUnpack>>,
-      simd::tile_rows<simd::IQ4XSKernel<AvxVnniDot>>,
+      kgemm<simd::IQ4XSGemm, simd::tile_rows<simd::IQ4XSKernel<AvxVnniDot>>>,
       matmul_kernels_avx2().act32,
       matmul_kernels_avx2().act_k,
   };

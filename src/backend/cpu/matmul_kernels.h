@@ -20,8 +20,8 @@
 //    even add 0 to them: that would turn a -0 into +0).
 //    Q5_K / Q2_K follow Q4_K (q4k_lane_update), Q3_K / IQ4_XS follow Q6_K (one fma per
 //    super-block).
-//    Q4_1 / Q5_0 / Q5_1 / IQ4_NL (32-element blocks, per-row kernels): block b goes to lane
-//    b % 8 as
+//    Q4_1 / Q5_0 / Q5_1 / IQ4_NL (32-element blocks; per-row kernels, and on AVX-512 a GEMM
+//    for many tokens): block b goes to lane b % 8 as
 //      lane = fma(w_scale * x_scale, float(int_dot), lane)       (Q5_0: int_dot of q - 16)
 //    and Q4_1 / Q5_1 then lane = fma(w_min * x_scale, float(x_block_sum), lane); then
 //    lanes8_reduce.

@@ -24,6 +24,7 @@ struct Q3KUnpack {
   using Block = BlockQ3_K;
   static constexpr bool kHasMin = false;
   static constexpr int kOffset = 4;
+  static constexpr int kMaxQuant = 7;  // quants() is 3 bits
   // The 16 scales s - 32 as int16 (q3k_scale's packing, four at a time in 32-bit words).
   [[gnu::always_inline]] static inline __m256i scales(const Block& b) {
     uint32_t w[3];
@@ -57,6 +58,7 @@ struct Q2KUnpack {
   using Block = BlockQ2_K;
   static constexpr bool kHasMin = true;
   static constexpr int kOffset = 0;
+  static constexpr int kMaxQuant = 3;  // quants() is 2 bits
   [[gnu::always_inline]] static inline __m256i scales(const Block& b) {
     const __m256i s =
         _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));

@@ -16,6 +16,8 @@ namespace {
 
 template <class Dp>
 struct VnniDot {
+  // Sums go straight to int32: no saturation, and a scale is a separate vpmulld.
+  static constexpr bool kInt16Pairs = false;
   static __m256i dot(__m256i u, __m256i s) { return Dp::dpbusd(_mm256_setzero_si256(), u, s); }
   // vpdpbusd's int32 lane i holds elements 4i..4i+3: scale it by int16 lane 2i of scale16
   // (the scale of those elements; lanes 2i and 2i+1 are equal).

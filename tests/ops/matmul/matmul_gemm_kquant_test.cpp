@@ -1,11 +1,14 @@
-// The many-token GEMM of the super-block types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
-// matmul_gemm_kquant_zmm.h): every shape its loops split differently (16-row groups and a
-// partial one, token tiles of 8 / 4 / 2 / 1) gives the scalar kernels' bits; a token's result
-// does not depend on the batch, its chunking or the thread count (one token takes the per-row
-// kernels, many the GEMM); blocks of random bytes (every scale, min and quant, the extremes
-// included) stay exact; and the products stay within the reference's bound. On CPUs without
-// AVX-512 VNNI the checks fall to the paths there are (tally_matmul_avx512_emulated covers
-// the AVX-512 code there).
+// The many-token GEMMs over 16-row unpacked groups (matmul_gemm_kquant_pack.h): the
+// super-block types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) on AVX-512 VNNI
+// (matmul_gemm_kquant_zmm.h), AVX2 and AVX2 + AVX-VNNI (matmul_gemm_kquant_ymm.h), and the
+// 32-block types Q4_1, Q5_0, Q5_1, IQ4_NL on AVX-512 VNNI (matmul_gemm_block32_zmm.h). Every
+// shape their loops split differently (16-row groups and a partial one, token tiles of
+// 8 / 4 / 2 / 1, odd block counts) gives the scalar kernels' bits on every path this CPU has,
+// by name; a token's result does not depend on the batch, its chunking or the thread count
+// (one token takes the per-row kernels, many the GEMM); blocks of random bytes (every scale,
+// min and quant, the extremes included) stay exact; and the products stay within the
+// reference's bound. On CPUs without AVX-512 VNNI the checks fall to the paths there are
+// (tally_matmul_avx512_emulated covers the AVX-512 code there).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,8 +27,11 @@ namespace {
 using test::make_acts;
 using test::make_weights;
 
-const DType kTypes[] = {DType::kQ4_K, DType::kQ6_K, DType::kQ5_K,
-                        DType::kQ3_K, DType::kQ2_K, DType::kIQ4_XS};
+const DType kTypes[] = {DType::kQ4_K, DType::kQ6_K,  DType::kQ5_K, DType::kQ3_K,
+                        DType::kQ2_K, DType::kIQ4_XS, DType::kQ4_1, DType::kQ5_0,
+                        DType::kQ5_1, DType::kIQ4_NL};
+
+bool is_block32(DType type) { return dtype_info(type).block_size == 32; }
 
 std::string label(DType type, int64_t n_in, int64_t n_out, int64_t n_tokens) {
   return std::string(dtype_name(type)) + " n_in=" + std::to_string(n_in) +
@@ -37,19 +43,22 @@ void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& 
                                int64_t n_tokens, ThreadPool& pool, const std::string& what) {
   std::vector<float> scalar(n_tokens * w.n_out, NAN);
   ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w, x.data(), n_tokens, scalar.data(), pool));
-  for (IsaLevel level : {IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+  for (const std::string& path : matmul_path_names()) {
     std::vector<float> y(n_tokens * w.n_out, NAN);
-    if (!matmul_with_isa(level, w, x.data(), n_tokens, y.data(), pool)) continue;
+    ASSERT_TRUE(matmul_with_path(path, w, x.data(), n_tokens, y.data(), pool));
     EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-        << what << " on " << isa_level_name(level);
+        << what << " on " << path;
   }
 }
 
 TEST(MatmulGemmKQuant, EveryTileShapeGivesScalarBits) {
   ThreadPool pool(2);
   for (DType type : kTypes) {
-    // Super-blocks: fewer than the 8 float lanes, and more (lanes that get two blocks).
-    for (int64_t n_in : {256, 2560}) {
+    // Blocks: fewer than the 8 float lanes, and more (lanes that get two blocks); for the
+    // 32-block types also an odd count (the unpacking goes by pairs of blocks).
+    const std::vector<int64_t> n_ins =
+        is_block32(type) ? std::vector<int64_t>{96, 800, 2560} : std::vector<int64_t>{256, 2560};
+    for (int64_t n_in : n_ins) {
       // Rows: one group, a group and a partial one, groups across tasks with a tail.
       for (int64_t n_out : {16, 21, 77}) {
         const auto w = make_weights(type, n_out, n_in, 31);
@@ -65,26 +74,30 @@ TEST(MatmulGemmKQuant, EveryTileShapeGivesScalarBits) {
 
 TEST(MatmulGemmKQuant, TokenResultDoesNotDependOnBatchChunksOrThreads) {
   const int64_t n_in = 1536, n_out = 70, n_tokens = 27;
+  ThreadPool one(1);
   for (DType type : kTypes) {
     const auto w = make_weights(type, n_out, n_in, 7);
     const auto x = make_acts(n_tokens, n_in, 8);
-    // Each token alone (the per-row kernels), one thread.
-    std::vector<float> alone(n_tokens * n_out);
-    ThreadPool one(1);
-    for (int64_t t = 0; t < n_tokens; ++t)
-      matmul(w.view, x.data() + t * n_in, 1, alone.data() + t * n_out, one);
-    for (int threads : {1, 2, 3}) {
-      ThreadPool pool(threads);
-      std::vector<float> batched(n_tokens * n_out);
-      matmul(w.view, x.data(), n_tokens, batched.data(), pool);
-      EXPECT_EQ(0, std::memcmp(batched.data(), alone.data(), batched.size() * sizeof(float)))
-          << dtype_name(type) << " whole batch, threads=" << threads;
-      // Chunked as a prefill would be: 9 + 12 + 6 tokens (each through the GEMM or not).
-      std::vector<float> chunked(n_tokens * n_out);
-      for (const auto& [t0, n] : {std::pair<int64_t, int64_t>{0, 9}, {9, 12}, {21, 6}})
-        matmul(w.view, x.data() + t0 * n_in, n, chunked.data() + t0 * n_out, pool);
-      EXPECT_EQ(0, std::memcmp(chunked.data(), alone.data(), chunked.size() * sizeof(float)))
-          << dtype_name(type) << " chunked, threads=" << threads;
+    for (const std::string& path : matmul_path_names()) {
+      const std::string what = std::string(dtype_name(type)) + " on " + path;
+      // Each token alone (the per-row kernels), one thread.
+      std::vector<float> alone(n_tokens * n_out);
+      for (int64_t t = 0; t < n_tokens; ++t)
+        matmul_with_path(path, w.view, x.data() + t * n_in, 1, alone.data() + t * n_out, one);
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> batched(n_tokens * n_out);
+        matmul_with_path(path, w.view, x.data(), n_tokens, batched.data(), pool);
+        EXPECT_EQ(0, std::memcmp(batched.data(), alone.data(), batched.size() * sizeof(float)))
+            << what << " whole batch, threads=" << threads;
+        // Chunked as a prefill would be: 9 + 12 + 6 tokens (each through the GEMM or not).
+        std::vector<float> chunked(n_tokens * n_out);
+        for (const auto& [t0, n] : {std::pair<int64_t, int64_t>{0, 9}, {9, 12}, {21, 6}})
+          matmul_with_path(path, w.view, x.data() + t0 * n_in, n, chunked.data() + t0 * n_out,
+                           pool);
+        EXPECT_EQ(0, std::memcmp(chunked.data(), alone.data(), chunked.size() * sizeof(float)))
+            << what << " chunked, threads=" << threads;
+      }
     }
   }
 }
@@ -120,7 +133,13 @@ std::vector<uint8_t> random_blocks(DType type, int64_t n_out, int64_t n_in, uint
         set(blk + 208, d);
         break;
       case DType::kIQ4_XS:
+      case DType::kQ5_0:
+      case DType::kIQ4_NL:
         set(blk, d);
+        break;
+      case DType::kQ4_1:
+      case DType::kQ5_1:
+        set(blk, d), set(blk + 2, -d * 4.0f);
         break;
       default:
         ADD_FAILURE() << "no layout for " << dtype_name(type);
