@@ -38,9 +38,14 @@ std::vector<float> run(MatmulTileFn fn, const WeightMatrix& w, const std::vector
                          sums.data() + t * n_sums);
     }
   }
-  std::vector<int32_t> sums8(n_tokens * n_scales);
-  for (size_t i = 0; i < sums8.size() && !k; ++i) sums8[i] = 8 * sums[i];
-  MatmulActs acts{x.data(), q.data(), d.data(), sums.data(), n_tokens, sums8.data()};
+  std::vector<int32_t> sums8(n_tokens * n_scales), minus_8sums(sums8.size()),
+      minus_128sums(sums8.size());
+  if (!k)
+    act_block32_offsets(sums.data(), n_tokens * n_scales, sums8.data(), minus_8sums.data(),
+                        minus_128sums.data());
+  MatmulActs acts{x.data(),  q.data(),           d.data(),
+                  sums.data(), n_tokens,          sums8.data(),
+                  minus_8sums.data(), minus_128sums.data()};
   std::vector<float> y(n_tokens * w.n_out, NAN);
   fn(MatmulTile{&w, &acts, 0, w.n_out, y.data()});
   return y;
@@ -71,11 +76,12 @@ TEST(MatmulAvx512Emulated, BitIdenticalToScalar) {
       {DType::kIQ4_NL, emu.iq4_nl, ref.iq4_nl, 96}, {DType::kIQ4_NL, emu.iq4_nl, ref.iq4_nl, 800},
       {DType::kIQ4_XS, emu.iq4_xs, ref.iq4_xs, 256}, {DType::kIQ4_XS, emu.iq4_xs, ref.iq4_xs, 2560},
       {DType::kF16, emu.f16, ref.f16, 67},     {DType::kF32, emu.f32, ref.f32, 67},
-      {DType::kBF16, emu.bf16, ref.bf16, 67},
+      {DType::kBF16, emu.bf16, ref.bf16, 67},  {DType::kF16, emu.f16, ref.f16, 611},
+      {DType::kBF16, emu.bf16, ref.bf16, 611},
   };
   // (rows, tokens): one token (the 256-bit kernels), a pair and a lone group of 3 tokens,
   // and the GEMM's 32-row panels over more than one block of tokens.
-  const int64_t shapes[][2] = {{13, 1}, {13, 3}, {45, 70}};
+  const int64_t shapes[][2] = {{13, 1}, {13, 3}, {45, 101}};
   for (const Case& c : cases) {
     for (const auto& [n_out, n_tokens] : shapes) {
       const auto w = test::make_weights(c.type, n_out, c.n_in, 5);

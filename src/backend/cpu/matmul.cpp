@@ -28,15 +28,21 @@ using detail::MatmulTileFn;
 constexpr int64_t kRowChunk = 32;
 static_assert(kRowChunk % detail::kInterleave == 0, "tasks must hold whole interleaved groups");
 
+// Up to this many tokens (decode of a batch, verification) a product is bound by its weights
+// streaming in from memory: the kernels read a row panel once for all the tokens, so the
+// compute per byte stays below what memory feeds.
+constexpr int64_t kStreamingTokens = 16;
+
 // Rows per task. With few tokens a product streams its weights from memory once: a few long
-// contiguous runs per thread keep the hardware prefetchers on one stream each, where 16-row
-// tasks taken in turn would restart them every few kilobytes. Any split over rows gives the
-// same bits. (Q8_0/Q4_0 in GGUF's row layout are interleaved per task into scratch: those
-// keep small tasks.)
+// contiguous runs per thread keep the hardware prefetchers on one stream each, where 32-row
+// tasks taken in turn would restart them every few kilobytes (and the two threads would
+// interleave their requests over one region). Any split over rows gives the same bits.
+// (Q8_0/Q4_0 in GGUF's row layout are interleaved per task into scratch: those keep small
+// tasks.)
 int64_t row_chunk(const WeightMatrix& w, int64_t n_tokens, int n_threads) {
   const bool packs_per_task =
       w.layout == WeightLayout::kRows && detail::interleaved_qs_bytes(w.type) != 0;
-  if (n_tokens > 4 || n_threads <= 1 || packs_per_task) return kRowChunk;
+  if (n_tokens > kStreamingTokens || n_threads <= 1 || packs_per_task) return kRowChunk;
   const int64_t n_out = w.n_out;
   const int64_t tasks = int64_t{n_threads} * 4;
   const int64_t rows = (n_out + tasks - 1) / tasks;
@@ -133,7 +139,9 @@ struct ActScratch {
   std::vector<int8_t> q;       // [n_tokens][n_in]
   std::vector<float> d;        // [n_tokens][n_in / block]
   std::vector<int16_t> sums;   // [n_tokens][n_in / sum group]
-  std::vector<int32_t> sums8;  // [n_tokens][n_in / block] (32-blocks only)
+  std::vector<int32_t> sums8;  // [n_tokens][n_in / block] (32-blocks only), and below
+  std::vector<int32_t> minus_8sums;
+  std::vector<int32_t> minus_128sums;
 };
 
 template <typename T>
@@ -161,6 +169,8 @@ MatmulActs prepare_acts(const MatmulKernels& kernels, DType type, const float* x
   float* d = grow(scratch.d, n_tokens * n_scales);
   int16_t* sums = grow(scratch.sums, n_tokens * n_sums);
   int32_t* sums8 = k ? nullptr : grow(scratch.sums8, n_tokens * n_scales);
+  int32_t* minus_8sums = k ? nullptr : grow(scratch.minus_8sums, n_tokens * n_scales);
+  int32_t* minus_128sums = k ? nullptr : grow(scratch.minus_128sums, n_tokens * n_scales);
   // Each row is quantized on its own, so splitting rows over threads changes nothing.
   pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end, int) {
     for (int64_t t = begin; t < end; ++t) {
@@ -168,13 +178,16 @@ MatmulActs prepare_acts(const MatmulKernels& kernels, DType type, const float* x
       (k ? kernels.act_k : kernels.act32)(xt, n_in, q + t * n_in, d + t * n_scales,
                                           sums + t * n_sums);
       if (!k)
-        for (int64_t b = 0; b < n_scales; ++b) sums8[t * n_scales + b] = 8 * sums[t * n_sums + b];
+        detail::act_block32_offsets(sums + t * n_sums, n_scales, sums8 + t * n_scales,
+                                    minus_8sums + t * n_scales, minus_128sums + t * n_scales);
     }
   });
   acts.q = q;
   acts.d = d;
   acts.sums = sums;
   acts.sums8 = sums8;
+  acts.minus_8sums = minus_8sums;
+  acts.minus_128sums = minus_128sums;
   return acts;
 }
 

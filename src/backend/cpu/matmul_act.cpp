@@ -62,6 +62,15 @@ void act_quantize_row32(const float* x, int64_t n_in, int8_t* q, float* d, int16
   }
 }
 
+void act_block32_offsets(const int16_t* sums, int64_t n, int32_t* sums8, int32_t* minus_8sums,
+                         int32_t* minus_128sums) {
+  for (int64_t b = 0; b < n; ++b) {
+    sums8[b] = 8 * sums[b];
+    minus_8sums[b] = -8 * sums[b];
+    minus_128sums[b] = -128 * sums[b];
+  }
+}
+
 void act_quantize_row_k(const float* x, int64_t n_in, int8_t* q, float* d, int16_t* sums) {
   TALLY_DCHECK(n_in % kActBlockK == 0, "n_in {} not a multiple of {}", n_in, kActBlockK);
   for (int64_t b = 0; b < n_in / kActBlockK; ++b) {

@@ -55,8 +55,9 @@ struct PairF16 {
     return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);
   }
 };
-// BF16 halves: the bits shifted into the top of each f32 (in 256-bit halves, as the AVX2
-// kernels do: SIMDe has no 512-bit widening).
+// BF16 halves: the bits shifted into the top of each f32, both rows in one 512-bit widening
+// (3 instructions for 5; under SIMDe, which lacks it, in 256-bit halves as the AVX2 kernels
+// do). F16 keeps two 256-bit conversions: one 512-bit vcvtph2ps was ~10% slower on Zen 5.
 struct PairBf16 {
   static __m256 half(const uint8_t* row, int64_t k) {
     const __m256i h =
@@ -64,7 +65,13 @@ struct PairBf16 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
   }
   static __m512 vec(const uint8_t* a, const uint8_t* b, int64_t k) {
+#ifdef __AVX512F__
+    const __m256i h = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(b + 2 * k),
+                                          reinterpret_cast<const __m128i*>(a + 2 * k));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+#else
     return join_ps(half(a, k), half(b, k));
+#endif
   }
   static float at(const uint8_t* row, int64_t k) {
     return bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[k]);

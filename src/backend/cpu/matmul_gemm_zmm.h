@@ -3,10 +3,11 @@
 // includes this.
 //
 // Register tile: two zmm of rows (4 interleaved groups = 32 rows; a zmm holds the same 32-byte
-// chunk of two neighbouring groups) x T tokens (T <= 4): 2T int32 block sums and 2T float
-// accumulators, the chunk's unpacked quants, and one broadcast of 4 activation bytes that
-// feeds two vpdpbusd (32 rows). The weights of the tile are loaded and unpacked once per
-// block for the T tokens.
+// chunk of two neighbouring groups) x T tokens (T <= kZmmTokens): 2T int32 block sums and 2T
+// float accumulators, the chunk's unpacked quants, and one broadcast of 4 activation bytes
+// that feeds two vpdpbusd (32 rows). The weights of the tile are loaded and unpacked once per
+// block for the T tokens. A block's int32 sums start from the negated offset of the weights'
+// unsigned form (one broadcast load per token), so no subtraction follows the dots.
 //
 // Same bits as the 256-bit kernels, whatever the tile: a block's integer dot is exact, and
 // each (row, token) then takes the canonical step acc = fma(w_scale * x_scale, float(dot),
@@ -27,8 +28,13 @@ namespace tally::cpu::detail::simd {
 // templates with other flags, and the linker must never pick one copy for both.
 namespace {
 
-// Tokens per register tile, and the fewest tokens for which a call takes the GEMM.
-inline constexpr int kZmmTokens = 4;
+// Tokens per register tile (2 x 6 int32 sums, 2 x 6 float accumulators, 4 unpacked weight
+// vectors and a broadcast: 29 of the 32 zmm), and the fewest tokens for which a call takes
+// the GEMM.
+inline constexpr int kZmmTokens = 6;
+// Tokens per block (16 tiles): their int8 rows stay in L2 (96 x 5632 bytes for tinyllama's
+// n_ff) while a task's 32 rows stay in L1 / L2.
+inline constexpr int64_t kZmmTokenBlock = 96;
 inline constexpr int64_t kZmmMinTokens = 2;
 
 // keep() for a zmm running sum. Under SIMDe's emulation (tests on CPUs without AVX-512) a
@@ -79,7 +85,8 @@ inline constexpr int64_t kZmmMinTokens = 2;
 struct Q4_0Zmm {
   using Ops = Q4_0x8;
   static constexpr int kParts = 2;  // unpacked vectors per chunk: low and high nibbles
-  static constexpr int kShift = 0;  // offset = sums8 << kShift = 8 * sum(x)
+  // The sums start at -8 * sum(x) of the block: the quants are q + 8.
+  static const int32_t* minus_offsets(const MatmulActs& a) { return a.minus_8sums; }
   // Part p of chunk j holds elements (16p + 4j .. +3) of the block.
   static constexpr int element(int j, int p) { return 16 * p + 4 * j; }
   [[gnu::always_inline]] static inline void unpack(__m512i v, __m512i* parts) {
@@ -92,27 +99,44 @@ struct Q4_0Zmm {
 struct Q8_0Zmm {
   using Ops = Q8_0x8;
   static constexpr int kParts = 1;
-  static constexpr int kShift = 4;  // 128 * sum(x) = (8 * sum(x)) << 4
+  // The sums start at -128 * sum(x) of the block: the quants go in as w + 128.
+  static const int32_t* minus_offsets(const MatmulActs& a) { return a.minus_128sums; }
   static constexpr int element(int j, int) { return 4 * j; }
   [[gnu::always_inline]] static inline void unpack(__m512i v, __m512i* parts) {
     parts[0] = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));
   }
 };
 
-// Z zmm of rows (2Z groups from `groups`, group_bytes apart) against T tokens from t: acc[t][z]
-// gets rows of groups 2z, 2z+1 for token t.
-template <class Q, int Z, int T>
+// Bytes of the weights a panel's first token tile asks for ahead of the block it reads
+// (with few tokens the panel streams from memory at the speed of that first tile).
+inline constexpr int64_t kZmmPrefetchBytes = 1024;
+
+// Z zmm of rows (2Z groups from `groups`, group_bytes apart) against T tokens: acc[t][z] gets
+// rows of groups 2z, 2z+1 for token t. kPrefetch: ask for the groups' quants
+// kZmmPrefetchBytes ahead (the tile that first touches the panel).
+template <class Q, int Z, int T, bool kPrefetch>
 [[gnu::always_inline]] static inline void zmm_tile(const uint8_t* groups, int64_t group_bytes,
                                                    int64_t nb, const TokenRows<T>& x,
+                                                   const int32_t* const (&minus_offset)[T],
                                                    __m512 (&acc)[T][Z]) {
   constexpr int kQsBytes = Q::Ops::kQsBytes;
   constexpr int kChunks = kQsBytes / 4;
+  constexpr int kBlockLines = kInterleave * kQsBytes / 64;
   const uint8_t* scales = groups + nb * kInterleave * kQsBytes;
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t q_off = b * kInterleave * kQsBytes;
+    if constexpr (kPrefetch) {
+      for (int g = 0; g < 2 * Z; ++g)
+        for (int l = 0; l < kBlockLines; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(groups + g * group_bytes + q_off) +
+                           kZmmPrefetchBytes + 64 * l,
+                       _MM_HINT_T0);
+    }
     __m512i s[T][Z];
-    for (int t = 0; t < T; ++t)
-      for (int z = 0; z < Z; ++z) s[t][z] = _mm512_setzero_si512();
+    for (int t = 0; t < T; ++t) {
+      const __m512i start = broadcast_u32_zmm(minus_offset[t] + b);
+      for (int z = 0; z < Z; ++z) s[t][z] = start;
+    }
     for (int j = 0; j < kChunks; ++j) {
       __m512i w[Z][Q::kParts];
       for (int z = 0; z < Z; ++z)
@@ -127,27 +151,28 @@ template <class Q, int Z, int T>
     __m512 w_scale[Z];
     for (int z = 0; z < Z; ++z) w_scale[z] = pair_scales(scales + 2 * z * group_bytes, group_bytes, b);
     for (int t = 0; t < T; ++t) {
-      const __m512i offset = _mm512_slli_epi32(broadcast_u32_zmm(x.sums8[t] + b), Q::kShift);
       const __m512 x_scale = _mm512_set1_ps(x.d[t][b]);
       for (int z = 0; z < Z; ++z)
-        acc[t][z] = _mm512_fmadd_ps(_mm512_mul_ps(w_scale[z], x_scale),
-                                    cvt_i32_ps(_mm512_sub_epi32(s[t][z], offset)),
+        acc[t][z] = _mm512_fmadd_ps(_mm512_mul_ps(w_scale[z], x_scale), cvt_i32_ps(s[t][z]),
                                     acc[t][z]);
     }
   }
 }
 
 // Runs zmm_tile on groups [g, g + 2Z) of the tile for tokens [t, t + T) and stores them.
-template <class Q, int Z, int T>
+template <class Q, int Z, int T, bool kPrefetch>
 void zmm_tile_store(const uint8_t* tile_groups_base, const MatmulTile& tile, int64_t g0,
                     int64_t g, int64_t t, int64_t group_bytes) {
   const WeightMatrix& w = *tile.w;
   const int64_t nb = w.n_in / kQBlock;
   const TokenRows<T> x = token_rows<T>(*tile.acts, t, w.n_in, nb, nb);
+  const int32_t* minus_offset[T];
+  for (int i = 0; i < T; ++i) minus_offset[i] = Q::minus_offsets(*tile.acts) + (t + i) * nb;
   __m512 acc[T][Z];
   for (int i = 0; i < T; ++i)
     for (int z = 0; z < Z; ++z) acc[i][z] = _mm512_setzero_ps();
-  zmm_tile<Q, Z, T>(tile_groups_base + (g - g0) * group_bytes, group_bytes, nb, x, acc);
+  zmm_tile<Q, Z, T, kPrefetch>(tile_groups_base + (g - g0) * group_bytes, group_bytes, nb, x,
+                               minus_offset, acc);
   for (int i = 0; i < T; ++i) {
     for (int z = 0; z < Z; ++z) {
       store_group(tile, g + 2 * z, t + i, _mm512_castps512_ps256(acc[i][z]));
@@ -159,27 +184,34 @@ void zmm_tile_store(const uint8_t* tile_groups_base, const MatmulTile& tile, int
   }
 }
 
-// Tokens [t, t_end) against groups [g, g + 2Z), kZmmTokens at a time, then the remainder.
-template <class Q, int Z>
-void zmm_tokens(const uint8_t* base, const MatmulTile& tile, int64_t g0, int64_t g, int64_t t,
-                int64_t t_end, int64_t group_bytes) {
-  for (; t + kZmmTokens <= t_end; t += kZmmTokens)
-    zmm_tile_store<Q, Z, kZmmTokens>(base, tile, g0, g, t, group_bytes);
-  switch (t_end - t) {
-    case 3:
-      return zmm_tile_store<Q, Z, 3>(base, tile, g0, g, t, group_bytes);
-    case 2:
-      return zmm_tile_store<Q, Z, 2>(base, tile, g0, g, t, group_bytes);
-    case 1:
-      return zmm_tile_store<Q, Z, 1>(base, tile, g0, g, t, group_bytes);
-    default:
-      return;
+// A tile of `n` tokens (n <= T) from t: the template whose width is n.
+template <class Q, int Z, int T, bool kPrefetch>
+void zmm_tile_n(int64_t n, const uint8_t* base, const MatmulTile& tile, int64_t g0, int64_t g,
+                int64_t t, int64_t group_bytes) {
+  if constexpr (T > 0) {
+    if (n == T) return zmm_tile_store<Q, Z, T, kPrefetch>(base, tile, g0, g, t, group_bytes);
+    zmm_tile_n<Q, Z, T - 1, kPrefetch>(n, base, tile, g0, g, t, group_bytes);
   }
 }
 
+// Tokens [t, t_end) against groups [g, g + 2Z), kZmmTokens at a time, then the remainder.
+// `first`: these are the first tokens to touch the panel, whose first tile prefetches.
+template <class Q, int Z>
+void zmm_tokens(const uint8_t* base, const MatmulTile& tile, int64_t g0, int64_t g, int64_t t,
+                int64_t t_end, int64_t group_bytes, bool first) {
+  if (first) {
+    const int64_t n = std::min<int64_t>(kZmmTokens, t_end - t);
+    zmm_tile_n<Q, Z, kZmmTokens, true>(n, base, tile, g0, g, t, group_bytes);
+    t += n;
+  }
+  for (; t + kZmmTokens <= t_end; t += kZmmTokens)
+    zmm_tile_store<Q, Z, kZmmTokens, false>(base, tile, g0, g, t, group_bytes);
+  zmm_tile_n<Q, Z, kZmmTokens - 1, false>(t_end - t, base, tile, g0, g, t, group_bytes);
+}
+
 // The tile's rows in panels of 4 groups (a lone last pair or group takes a narrower tile;
-// a lone group the 256-bit kernel), tokens in blocks of kInterleavedTokenBlock so their int8
-// rows stay in L2 while the tile's weights stay in L1.
+// a lone group the 256-bit kernel), tokens in blocks of kZmmTokenBlock so their int8 rows
+// stay in L2 while the tile's weights stay in L1.
 template <class Isa, class Q>
 void tile_gemm_zmm(const MatmulTile& tile) {
   const MatmulActs& a = *tile.acts;
@@ -189,12 +221,13 @@ void tile_gemm_zmm(const MatmulTile& tile) {
   const uint8_t* base = tile_groups<typename Q::Ops>(tile, group_bytes);
   const int64_t g0 = tile.row_begin / kInterleave;
   const int64_t g1 = (tile.row_end + kInterleave - 1) / kInterleave;
-  for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kInterleavedTokenBlock) {
-    const int64_t t_end = std::min(t0 + kInterleavedTokenBlock, a.n_tokens);
+  for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kZmmTokenBlock) {
+    const int64_t t_end = std::min(t0 + kZmmTokenBlock, a.n_tokens);
     int64_t g = g0;
-    for (; g + 4 <= g1; g += 4) zmm_tokens<Q, 2>(base, tile, g0, g, t0, t_end, group_bytes);
+    for (; g + 4 <= g1; g += 4)
+      zmm_tokens<Q, 2>(base, tile, g0, g, t0, t_end, group_bytes, t0 == 0);
     if (g + 2 <= g1) {
-      zmm_tokens<Q, 1>(base, tile, g0, g, t0, t_end, group_bytes);
+      zmm_tokens<Q, 1>(base, tile, g0, g, t0, t_end, group_bytes, t0 == 0);
       g += 2;
     }
     if (g < g1) {

@@ -43,7 +43,8 @@ inline constexpr int kActSumGroup = 16;  // K activations keep a sum per 16 valu
 // Activations in the form the weight type's kernel reads (per token row t):
 //   float weights:      x + t * n_in                                   [n_in] f32
 //   32-block weights:   q + t * n_in [n_in] int8, d + t * (n_in/32) scales,
-//                       sums + t * (n_in/32) sums of q per block, sums8 the same times 8
+//                       sums + t * (n_in/32) sums of q per block, sums8 the same times 8,
+//                       minus_8sums / minus_128sums the same times -8 / -128
 //   K-quant weights:    q, d + t * (n_in/256) scales, sums + t * (n_in/16) sums per 16
 struct MatmulActs {
   const float* x = nullptr;
@@ -52,7 +53,15 @@ struct MatmulActs {
   const int16_t* sums = nullptr;
   int64_t n_tokens = 0;
   const int32_t* sums8 = nullptr;  // 32-block weights: 8 * sums, int32 (Q4_0's q - 8 offset)
+  // 32-block weights: the offsets of the 512-bit GEMM's unsigned weight forms, negated, so a
+  // block's integer sums start from them (-8 * sums: Q4_0's q; -128 * sums: Q8_0's w + 128).
+  const int32_t* minus_8sums = nullptr;
+  const int32_t* minus_128sums = nullptr;
 };
+
+// sums8, minus_8sums and minus_128sums of n 32-blocks from their int16 sums.
+void act_block32_offsets(const int16_t* sums, int64_t n, int32_t* sums8, int32_t* minus_8sums,
+                         int32_t* minus_128sums);
 
 // Rows [row_begin, row_end) of w against every token; writes y[t * w.n_out + o].
 struct MatmulTile {

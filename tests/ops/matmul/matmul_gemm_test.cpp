@@ -1,6 +1,6 @@
 // The many-token tiles (the AVX-512 GEMM of Q8_0 / Q4_0, the 512-bit float tile): every shape
 // their loops split differently (row panels of 32, pairs, a lone group or row; token tiles of
-// 4 and their remainders; token blocks of 32 / 64) gives the scalar kernels' bits, on GGUF
+// 6 / 4 and their remainders; token blocks of 32 / 96) gives the scalar kernels' bits, on GGUF
 // rows and on repacked weights, and extreme Q8_0 quants (-128, through the u8 + 128 trick)
 // stay exact. Every path this CPU has is checked by name (plain AVX2 and AVX2 with AVX-VNNI
 // apart); on CPUs without AVX-512 VNNI the AVX-512 code is covered by
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
@@ -36,18 +37,22 @@ void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& 
 
 TEST(MatmulGemm, EveryTileShapeGivesScalarBits) {
   ThreadPool pool(2);
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kF32, DType::kF16, DType::kBF16}) {
+  // Floats: a tail of 3 past the 8-lane steps, in a short row and a longer one.
+  const std::pair<DType, int64_t> cases[] = {
+      {DType::kQ8_0, 96}, {DType::kQ4_0, 96}, {DType::kF32, 83},  {DType::kF16, 83},
+      {DType::kBF16, 83}, {DType::kF32, 611}, {DType::kF16, 611}, {DType::kBF16, 611}};
+  for (const auto& [type, n_in] : cases) {
     const bool quant = type == DType::kQ8_0 || type == DType::kQ4_0;
-    const int64_t n_in = quant ? 96 : 83;  // floats: a tail of 3 past the 8-lane steps
     // Rows: one group; 3 groups (pair + lone); 5 (panel + lone); 13 groups less 3 rows.
     for (int64_t n_out : {8, 24, 40, 101}) {
       const auto w = make_weights(type, n_out, n_in, 31);
       std::vector<RepackedWeights> packed;
       if (quant) packed.emplace_back(w.view, pool);
-      for (int64_t n_tokens : {2, 3, 5, 7, 8, 16, 70}) {
+      for (int64_t n_tokens : {2, 3, 5, 7, 8, 16, 70, 101}) {
         const auto x = make_acts(n_tokens, n_in, 32);
-        const std::string what = std::string(dtype_name(type)) + " n_out=" +
-                                 std::to_string(n_out) + " tokens=" + std::to_string(n_tokens);
+        const std::string what = std::string(dtype_name(type)) + " n_in=" +
+                                 std::to_string(n_in) + " n_out=" + std::to_string(n_out) +
+                                 " tokens=" + std::to_string(n_tokens);
         expect_paths_equal_scalar(w.view, x, n_tokens, pool, what + " rows");
         if (quant) expect_paths_equal_scalar(packed[0].view(), x, n_tokens, pool, what + " packed");
       }
