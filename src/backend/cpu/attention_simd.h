@@ -1,5 +1,5 @@
 // Inner loops of attention over a SIMD primitive set S with 16-bit and 8/4-bit integer loads
-// (simd_half_*.h).
+// (simd_half_*.h), and the int8 score operations I8 (attention_int8_*.h; void where unused).
 // Include only from *_avx2.cpp / *_avx512.cpp, after the primitive header.
 #pragma once
 
@@ -7,12 +7,13 @@
 #include <type_traits>
 
 #include "backend/cpu/attention_impl.h"
+#include "backend/cpu/attention_int8_simd.h"
 #include "backend/cpu/simd_math.h"
 
 namespace tally::cpu {
 namespace {
 
-template <class S>
+template <class S, class I8 = void>
 struct SimdKernels {
   static constexpr int kW = S::kWidth;
 
@@ -79,6 +80,15 @@ struct SimdKernels {
   template <class E>
   static void scores(const float* q, int64_t ng, typename E::Row k, int64_t n, float* dots) {
     with_group_size(ng, [&]<int NG>() { scores_n<E, NG>(q, k, n, dots); });
+  }
+
+  // s[g * kAttentionChunk + p] = the int8 score of head g at the chunk's position p.
+  template <class EK, class EV>
+  static void scores_int8(const QueryInt8& qq, int64_t ng, const void* k_layer, const void* v_layer,
+                          const int64_t* offset, int64_t nc, int64_t hd, float* s) {
+    with_group_size(ng, [&]<int NG>() {
+      Int8Scores<I8>::template scores<EK, EV, NG>(qq, k_layer, v_layer, offset, nc, hd, s);
+    });
   }
 
   // out[g] = fma(w[g * w_stride + p], v_p, out[g]) for the chunk's positions p in order, every
