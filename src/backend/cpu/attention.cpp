@@ -57,6 +57,12 @@ struct ScalarKernels {
       for (int64_t g = 0; g < ng; ++g)
         axpy<E>(out + g * n, w[g * w_stride + p], E::row(v_layer, offset[p]), n);
   }
+  // The largest of s[0..n) (n >= 1), as `s > max ? s : max` in order.
+  static float max_of(const float* s, int64_t n) {
+    float m = s[0];
+    for (int64_t i = 1; i < n; ++i) m = s[i] > m ? s[i] : m;
+    return m;
+  }
   static void scale(float* y, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] *= a;
   }

@@ -119,8 +119,7 @@ template <class K>
 void attention_softmax_update(float (*s)[kAttentionChunk], int64_t ng, int64_t nc, float* m,
                               float* l, float* out, int64_t head_dim) {
   for (int64_t g = 0; g < ng; ++g) {
-    float chunk_max = s[g][0];
-    for (int64_t p = 1; p < nc; ++p) chunk_max = s[g][p] > chunk_max ? s[g][p] : chunk_max;
+    const float chunk_max = K::max_of(s[g], nc);
     if (chunk_max > m[g]) {
       if (l[g] > 0.0f) {  // rescale what was summed under the old max
         const float alpha = __builtin_expf(m[g] - chunk_max);

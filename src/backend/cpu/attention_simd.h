@@ -120,6 +120,25 @@ struct SimdKernels {
         ng, [&]<int NG>() { weighted_sum_n<E, NG>(out, w, w_stride, v_layer, offset, nc, n); });
   }
 
+  // The largest of s[0..n) (n >= 1): lanes, then a tree over them, then the tail. For finite
+  // scores the scalar chain's value (a max is exact; a +0/-0 tie cannot change the softmax),
+  // without its n dependent compares per head.
+  static float max_of(const float* s, int64_t n) {
+    int64_t i = 0;
+    float m = s[0];
+    if (n >= kW) {
+      V mv = S::load(s);
+      for (i = kW; i + kW <= n; i += kW) mv = S::max(S::load(s + i), mv);
+      alignas(64) float lanes[kW];
+      S::store(lanes, mv);
+      for (int w = kW / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) lanes[j] = lanes[j + w] > lanes[j] ? lanes[j + w] : lanes[j];
+      m = lanes[0];
+    }
+    for (; i < n; ++i) m = s[i] > m ? s[i] : m;
+    return m;
+  }
+
   static void scale(float* y, float a, int64_t n) {
     const typename S::V va = S::set1(a);
     int64_t i = 0;
