@@ -102,6 +102,9 @@ void bm_attention(benchmark::State& state, DType type) {
   }
   const double bytes = 2.0 * static_cast<double>(batch * ctx * b.slot_bytes);
   state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  // 4 FLOPs per (query head, position, dimension), as bm_prefill counts them.
+  const double flops = 4.0 * kHeads * kHeadDim * static_cast<double>(batch * ctx);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["us/layer"] = benchmark::Counter(
       1e-6, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }

@@ -1,12 +1,14 @@
-// tally perplexity [-m MODEL] -f TEXT [--ctx N] [--threads N]
+// tally perplexity [-m MODEL] -f TEXT [--ctx N] [--threads N] [--kv-type T]
 //   [--kl-divergence-base FILE [--kl-divergence]]: llama.cpp's perplexity (perf/perplexity.h)
 // of a model over a text file, and the KL divergence against a base model's saved
-// distributions (perf/kl_divergence.h).
+// distributions (perf/kl_divergence.h): of a quantized model, or of a quantized KV cache
+// (--kv-type) against the f32 one.
 
 #include <fmt/format.h>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "engine/engine_flags.h"
 #include "eval_text.h"
 #include "perf/kl_divergence.h"
 #include "perf/perplexity.h"
@@ -20,6 +22,7 @@ struct PerplexityArgs {
   std::string text_path;
   std::string kld_base;  // --kl-divergence-base
   bool kld = false;      // --kl-divergence: compare against kld_base instead of writing it
+  KvTypeFlags kv_type;   // f32 by default (set below): what a quantized cache is scored against
   perf::PerplexityOptions options;
 };
 
@@ -34,6 +37,9 @@ int run_perplexity(PerplexityArgs args) {
   // As llama-perplexity: the whole text tokenized once, with BOS when the model adds one, and
   // each chunk's first token replaced by BOS then (eval_text.h).
   perf::PerplexityOptions o = args.options;
+  auto kv_type = kv_type_flags_parse(args.kv_type);
+  if (!kv_type.ok()) return report_error(kv_type.status());
+  o.kv_type = *kv_type;
   auto eval = load_eval_text("perplexity", args.model, args.text_path, o);
   if (!eval.ok()) return report_error(eval.status());
   const std::unique_ptr<Model>& model = eval->model;
@@ -82,6 +88,8 @@ Runner add_perplexity_command(CLI::App& app) {
   app.add_option("-t,--threads", args->options.n_threads, "Threads (0 = all)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  args->kv_type.both = "f32";
+  kv_type_flags_add(app, args->kv_type);
   app.add_option("--kl-divergence-base", args->kld_base,
                  "File of the base model's distributions: written by this run, or read with --kl-divergence");
   app.add_flag("--kl-divergence", args->kld,

@@ -17,13 +17,14 @@
 #include "base/status.h"
 #include "model/model.h"
 #include "tensor/dtype.h"
+#include "tensor/kv_types.h"
 
 namespace tally::perf {
 
 struct PerplexityOptions {
   int64_t n_ctx = 512;
   int n_threads = 0;                  // 0 = one per hardware thread
-  DType kv_type = DType::kF32;
+  KvTypes kv_type = DType::kF32;       // the KV cache (tally perplexity --kv-type)
   std::optional<int32_t> bos;         // the token that replaces each chunk's first
   int64_t max_chunks = 0;             // 0 = every whole chunk of the text
   MatmulObserver* observer = nullptr;  // sees every product's input (tally imatrix)

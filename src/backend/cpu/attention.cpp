@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/attention_impl.h"
+#include "backend/cpu/attention_int8.h"
 #include "backend/cpu/kv_row.h"
 #include "base/check.h"
 #include "tensor/kv_types.h"
@@ -28,6 +29,25 @@ struct ScalarKernels {
   static void scores(const float* q, int64_t ng, typename E::Row k, int64_t n, float* dots) {
     for (int64_t g = 0; g < ng; ++g) dots[g] = dot<E>(q + g * n, k, n);
   }
+  // s[g * kAttentionChunk + p] = the int8 score of head g at the chunk's position p
+  // (attention_int8.h), for p < nc. (The SIMD paths also prefetch V rows of type EV.)
+  template <class EK, class /*EV*/>
+  static void scores_int8(const QueryInt8& qq, int64_t ng, const void* k_layer, const void* /*v_layer*/,
+                          const int64_t* offset, int64_t nc, int64_t /*hd*/, float* s) {
+    for (int64_t p = 0; p < nc; ++p) {
+      const typename EK::Row k = EK::row(k_layer, offset[p]);
+      for (int64_t g = 0; g < ng; ++g) {
+        float score = 0.0f;
+        for (int64_t sg = 0; sg < qq.n_seg; ++sg) {
+          int32_t dot = 0;
+          for (int64_t i = sg * qq.seg; i < (sg + 1) * qq.seg; ++i) dot += EK::level(k, i) * qq.q[g][i];
+          const float x = static_cast<float>(dot) * EK::scale(k, sg * qq.seg);
+          score = sg == 0 ? x * qq.d[g][sg] : __builtin_fmaf(x, qq.d[g][sg], score);
+        }
+        s[g * kAttentionChunk + p] = score;
+      }
+    }
+  }
   // out[g] += w[g * w_stride + p] * v[p] for the chunk's positions p in order, where v[p] is
   // the row at v_layer + offset[p].
   template <class E>
@@ -36,6 +56,12 @@ struct ScalarKernels {
     for (int64_t p = 0; p < nc; ++p)
       for (int64_t g = 0; g < ng; ++g)
         axpy<E>(out + g * n, w[g * w_stride + p], E::row(v_layer, offset[p]), n);
+  }
+  // The largest of s[0..n) (n >= 1), as `s > max ? s : max` in order.
+  static float max_of(const float* s, int64_t n) {
+    float m = s[0];
+    for (int64_t i = 1; i < n; ++i) m = s[i] > m ? s[i] : m;
+    return m;
   }
   static void scale(float* y, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] *= a;
@@ -52,7 +78,11 @@ void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int6
   TALLY_DCHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
                "KV types {}/{}", dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
   switch (isa) {
-    case IsaLevel::kAvx512: return detail::attention_task_avx512(args, token, kv_head);
+    case IsaLevel::kAvx512:
+      // The AVX-512 int8 scores need VNNI; the AVX2 ones give the same bits.
+      if (!cpu_features().avx512vnni && attention_int8_scores(args))
+        return detail::attention_task_avx2(args, token, kv_head);
+      return detail::attention_task_avx512(args, token, kv_head);
     case IsaLevel::kAvx2: return detail::attention_task_avx2(args, token, kv_head);
     case IsaLevel::kScalar: return attention_task_impl<ScalarKernels>(args, token, kv_head);
   }
@@ -71,9 +101,10 @@ int64_t attention_tile_width(IsaLevel isa) {
 }
 
 // Whether tokens [t0, t0 + nt) (one sequence) can share a tile: whole vectors per head, and
-// no window cutting a context (a cut moves where a token's chunks start).
+// no window cutting a context (a cut moves where a token's chunks start). Int8 scores
+// (attention_int8.h) run per token: the tile's lanes hold f32 dots.
 bool attention_tile_applies(const AttentionArgs& a, int64_t width, int64_t t0, int64_t nt) {
-  if (width == 0 || a.head_dim % width != 0) return false;
+  if (width == 0 || a.head_dim % width != 0 || attention_int8_scores(a)) return false;
   if (a.window <= 0) return true;
   for (int64_t t = t0; t < t0 + nt; ++t)
     if (static_cast<int64_t>(a.positions[t]) + 1 > a.window) return false;

@@ -17,7 +17,9 @@
 // K and V may each be stored as f32, f16, bf16, q8_0 or q4_0 (PagedKvLayer::k_dtype, v_dtype);
 // 16-bit values are widened and quantized blocks dequantized to f32 as they are loaded, and the
 // arithmetic is then exactly the f32 path's: attention over such a cache gives the bits of
-// attention over an f32 cache holding the widened (dequantized) values.
+// attention over an f32 cache holding the widened (dequantized) values. Except for the scores
+// against a q8_0 / q4_0 K: those are int8 dots of a quantized query (attention_int8.h), run
+// token by token (not in tiles); the scores are the same bits on every ISA path.
 #pragma once
 
 #include <cstdint>

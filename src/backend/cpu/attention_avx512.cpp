@@ -1,11 +1,12 @@
 #include "backend/cpu/simd_half_avx512.h"
+#include "backend/cpu/attention_int8_avx512.h"
 #include "backend/cpu/attention_simd.h"
 #include "backend/cpu/attention_tile.h"
 
 namespace tally::cpu::detail {
 
 void attention_task_avx512(const AttentionArgs& args, int64_t token, int64_t kv_head) {
-  attention_task_impl<SimdKernels<Avx512Half>>(args, token, kv_head);
+  attention_task_impl<SimdKernels<Avx512Half, Int8OpsAvx512>>(args, token, kv_head);
 }
 
 void attention_tile_avx512(const AttentionArgs& args, int64_t token_begin, int64_t n_tokens,

@@ -3,6 +3,9 @@
 // attention_simd.h. scores reads K rows of a storage type EK, weighted_sum V rows of EV
 // (KvF32, KvF16, KvBF16, KvQ8_0, KvQ4_0), widening or dequantizing as they load.
 //
+// Over a q8_0 / q4_0 K cache (attention_int8.h) the scores are int8 dots of the quantized query
+// instead (K::scores_int8: exact integer sums, then the scales in a fixed order).
+//
 // Every path computes each score as one dot product (lanes of fma, then a fixed lane sum, then
 // the tail in index order) and each output element as one fma chain over the positions in
 // order; how a path groups heads and positions around that is its own affair (the SIMD path
@@ -12,7 +15,10 @@
 
 #include <cstdint>
 
+#include <type_traits>
+
 #include "backend/cpu/attention.h"
+#include "backend/cpu/attention_int8.h"
 #include "tensor/half.h"
 #include "tensor/quant_blocks.h"
 
@@ -64,6 +70,12 @@ struct KvQ8_0 : KvBlocked<BlockQ8_0> {
     const BlockQ8_0& b = r.block[j / kQBlock];
     return static_cast<float>(b.qs[j % kQBlock]) * f16_to_f32(b.d);
   }
+  // The integer level of value i, and the scale of its block: at() == level * scale.
+  static int level(Row r, int64_t i) {
+    const int64_t j = r.start + i;
+    return r.block[j / kQBlock].qs[j % kQBlock];
+  }
+  static float scale(Row r, int64_t i) { return f16_to_f32(r.block[(r.start + i) / kQBlock].d); }
 };
 // q4_0: d * (q - 8), q the low nibble of qs[j] for j < 16, the high nibble of qs[j - 16] after.
 struct KvQ4_0 : KvBlocked<BlockQ4_0> {
@@ -74,7 +86,18 @@ struct KvQ4_0 : KvBlocked<BlockQ4_0> {
     const int q = jj < kQBlock / 2 ? (b.qs[jj] & 15) : (b.qs[jj - kQBlock / 2] >> 4);
     return static_cast<float>(q - 8) * f16_to_f32(b.d);
   }
+  static int level(Row r, int64_t i) {
+    const int64_t j = r.start + i;
+    const BlockQ4_0& b = r.block[j / kQBlock];
+    const int64_t jj = j % kQBlock;
+    return (jj < kQBlock / 2 ? (b.qs[jj] & 15) : (b.qs[jj - kQBlock / 2] >> 4)) - 8;
+  }
+  static float scale(Row r, int64_t i) { return f16_to_f32(r.block[(r.start + i) / kQBlock].d); }
 };
+
+// The K types whose scores can be int8 dots (attention_int8.h).
+template <class E>
+inline constexpr bool kKvInt8 = std::is_same_v<E, KvQ8_0> || std::is_same_v<E, KvQ4_0>;
 
 // f.template operator()<E>() with E the storage type of `type` (a KV type: callers check).
 template <class F>
@@ -88,23 +111,28 @@ void with_kv_storage(DType type, F&& f) {
   }
 }
 
-// Running softmax state of one query head: max m, sum l, unnormalized output in out.
+// Running softmax state of ng query heads: max m[g], sum l[g], unnormalized output in
+// out[g] ([ng][head_dim]); s[g] ([ng][kAttentionChunk]) holds the chunk's scores and becomes
+// its weights. Each head's sum is one chain over the positions in order; the heads' chains run
+// side by side (one dependent add per position each would otherwise wait out its latency).
 template <class K>
-void attention_softmax_update(float* s, int64_t nc, float& m, float& l, float* out,
-                              int64_t head_dim) {
-  float chunk_max = s[0];
-  for (int64_t p = 1; p < nc; ++p) chunk_max = s[p] > chunk_max ? s[p] : chunk_max;
-  if (chunk_max > m) {
-    if (l > 0.0f) {  // rescale what was summed under the old max
-      const float alpha = __builtin_expf(m - chunk_max);
-      K::scale(out, alpha, head_dim);
-      l *= alpha;
+void attention_softmax_update(float (*s)[kAttentionChunk], int64_t ng, int64_t nc, float* m,
+                              float* l, float* out, int64_t head_dim) {
+  for (int64_t g = 0; g < ng; ++g) {
+    const float chunk_max = K::max_of(s[g], nc);
+    if (chunk_max > m[g]) {
+      if (l[g] > 0.0f) {  // rescale what was summed under the old max
+        const float alpha = __builtin_expf(m[g] - chunk_max);
+        K::scale(out + g * head_dim, alpha, head_dim);
+        l[g] *= alpha;
+      }
+      m[g] = chunk_max;
     }
-    m = chunk_max;
+    for (int64_t p = 0; p < nc; ++p) s[g][p] -= m[g];
+    K::exp_inplace(s[g], nc);
   }
-  for (int64_t p = 0; p < nc; ++p) s[p] -= m;
-  K::exp_inplace(s, nc);
-  for (int64_t p = 0; p < nc; ++p) l += s[p];
+  for (int64_t p = 0; p < nc; ++p)
+    for (int64_t g = 0; g < ng; ++g) l[g] += s[g][p];
 }
 
 // Asks for one K or V row ahead of its use. A head's rows sit one slot apart (n_kv_heads *
@@ -119,6 +147,21 @@ void prefetch_row(typename E::Row row, int64_t hd) {
 // How many positions ahead of the scores the K rows are asked for: enough rows in flight to
 // cover a memory latency, few enough for the core's miss buffers.
 inline constexpr int64_t kAttentionPrefetchAhead = 8;
+
+// offset[p] = element offset in the layer of the row of positions c0 + p (p < nc) of KV head
+// kvh (head_dim hd, slots of slot_stride values): its block from the table, then its slot.
+// Walks the blocks instead of dividing per position (a division costs more than the rest).
+inline void attention_chunk_offsets(BlockTableView table, int64_t bs, int64_t c0, int64_t nc,
+                                    int64_t slot_stride, int64_t head_offset, int64_t* offset) {
+  int64_t block = c0 / bs, in_block = c0 % bs;
+  for (int64_t p = 0; p < nc; ++p) {
+    offset[p] = (static_cast<int64_t>(table.ids[block]) * bs + in_block) * slot_stride + head_offset;
+    if (++in_block == bs) {
+      in_block = 0;
+      ++block;
+    }
+  }
+}
 
 // Query heads [g0, g0 + ng) of KV head kvh for token t.
 template <class K, class EK, class EV>
@@ -136,6 +179,10 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
   float* out = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd;    // [ng][hd]
   const void* k_layer = a.kv.k;
   const void* v_layer = a.kv.v;
+  // The int8 query, on the int8 path: quantized once per token and head.
+  const bool int8 = kKvInt8<EK> && attention_int8_scores(a);
+  QueryInt8 qq;
+  if (int8) attention_quantize_query(q, ng, hd, qq);
 
   float m[kAttentionGroup];
   float l[kAttentionGroup];
@@ -148,28 +195,28 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
   }
   for (int64_t c0 = first; c0 < n_ctx; c0 += kAttentionChunk) {
     const int64_t nc = n_ctx - c0 < kAttentionChunk ? n_ctx - c0 : kAttentionChunk;
-    for (int64_t p = 0; p < nc; ++p) {
-      const int64_t pos = c0 + p;
-      const int64_t slot = static_cast<int64_t>(table.ids[pos / bs]) * bs + pos % bs;
-      offset[p] = slot * slot_stride + kvh * hd;
+    attention_chunk_offsets(table, bs, c0, nc, slot_stride, kvh * hd, offset);
+    if constexpr (kKvInt8<EK>) {
+      if (int8) K::template scores_int8<EK, EV>(qq, ng, k_layer, v_layer, offset, nc, hd, &s[0][0]);
     }
-    constexpr int64_t kAhead = kAttentionPrefetchAhead;
-    for (int64_t p = 0; p < nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
-    for (int64_t p = 0; p < nc; ++p) {
-      if (p + kAhead < nc) prefetch_row<EK>(EK::row(k_layer, offset[p + kAhead]), hd);
-      // V is used after the chunk's scores: by then in cache.
-      prefetch_row<EV>(EV::row(v_layer, offset[p]), hd);
-      float dots[kAttentionGroup];
-      K::template scores<EK>(q, ng, EK::row(k_layer, offset[p]), hd, dots);
-      for (int64_t g = 0; g < ng; ++g) s[g][p] = dots[g];
+    if (!int8) {
+      constexpr int64_t kAhead = kAttentionPrefetchAhead;
+      for (int64_t p = 0; p < nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
+      for (int64_t p = 0; p < nc; ++p) {
+        if (p + kAhead < nc) prefetch_row<EK>(EK::row(k_layer, offset[p + kAhead]), hd);
+        // V is used after the chunk's scores: by then in cache.
+        prefetch_row<EV>(EV::row(v_layer, offset[p]), hd);
+        float dots[kAttentionGroup];
+        K::template scores<EK>(q, ng, EK::row(k_layer, offset[p]), hd, dots);
+        for (int64_t g = 0; g < ng; ++g) s[g][p] = dots[g];
+      }
     }
     for (int64_t g = 0; g < ng; ++g)  // a separate pass: the compiler turns it into vector divides
       for (int64_t p = 0; p < nc; ++p) s[g][p] /= divisor;
     if (a.softcap > 0.0f)  // libm's tanhf on every ISA path: the same bits
       for (int64_t g = 0; g < ng; ++g)
         for (int64_t p = 0; p < nc; ++p) s[g][p] = a.softcap * __builtin_tanhf(s[g][p] / a.softcap);
-    for (int64_t g = 0; g < ng; ++g)
-      attention_softmax_update<K>(s[g], nc, m[g], l[g], out + g * hd, hd);
+    attention_softmax_update<K>(s, ng, nc, m, l, out, hd);
     K::template weighted_sum<EV>(out, ng, &s[0][0], kAttentionChunk, v_layer, offset, nc, hd);
   }
   for (int64_t g = 0; g < ng; ++g) K::scale(out + g * hd, 1.0f / l[g], hd);

@@ -1,5 +1,5 @@
 // Inner loops of attention over a SIMD primitive set S with 16-bit and 8/4-bit integer loads
-// (simd_half_*.h).
+// (simd_half_*.h), and the int8 score operations I8 (attention_int8_*.h; void where unused).
 // Include only from *_avx2.cpp / *_avx512.cpp, after the primitive header.
 #pragma once
 
@@ -7,12 +7,13 @@
 #include <type_traits>
 
 #include "backend/cpu/attention_impl.h"
+#include "backend/cpu/attention_int8_simd.h"
 #include "backend/cpu/simd_math.h"
 
 namespace tally::cpu {
 namespace {
 
-template <class S>
+template <class S, class I8 = void>
 struct SimdKernels {
   static constexpr int kW = S::kWidth;
 
@@ -81,6 +82,15 @@ struct SimdKernels {
     with_group_size(ng, [&]<int NG>() { scores_n<E, NG>(q, k, n, dots); });
   }
 
+  // s[g * kAttentionChunk + p] = the int8 score of head g at the chunk's position p.
+  template <class EK, class EV>
+  static void scores_int8(const QueryInt8& qq, int64_t ng, const void* k_layer, const void* v_layer,
+                          const int64_t* offset, int64_t nc, int64_t hd, float* s) {
+    with_group_size(ng, [&]<int NG>() {
+      Int8Scores<I8>::template scores<EK, EV, NG>(qq, k_layer, v_layer, offset, nc, hd, s);
+    });
+  }
+
   // out[g] = fma(w[g * w_stride + p], v_p, out[g]) for the chunk's positions p in order, every
   // element one fma chain: one output vector of each head stays in a register across the
   // chunk, and each V vector is loaded (and widened) once for all the heads.
@@ -108,6 +118,25 @@ struct SimdKernels {
                            const void* v_layer, const int64_t* offset, int64_t nc, int64_t n) {
     with_group_size(
         ng, [&]<int NG>() { weighted_sum_n<E, NG>(out, w, w_stride, v_layer, offset, nc, n); });
+  }
+
+  // The largest of s[0..n) (n >= 1): lanes, then a tree over them, then the tail. For finite
+  // scores the scalar chain's value (a max is exact; a +0/-0 tie cannot change the softmax),
+  // without its n dependent compares per head.
+  static float max_of(const float* s, int64_t n) {
+    int64_t i = 0;
+    float m = s[0];
+    if (n >= kW) {
+      V mv = S::load(s);
+      for (i = kW; i + kW <= n; i += kW) mv = S::max(S::load(s + i), mv);
+      alignas(64) float lanes[kW];
+      S::store(lanes, mv);
+      for (int w = kW / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) lanes[j] = lanes[j + w] > lanes[j] ? lanes[j + w] : lanes[j];
+      m = lanes[0];
+    }
+    for (; i < n; ++i) m = s[i] > m ? s[i] : m;
+    return m;
   }
 
   static void scale(float* y, float a, int64_t n) {

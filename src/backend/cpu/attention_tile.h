@@ -52,24 +52,65 @@ struct AttentionTile {
     const int64_t hd = a.head_dim;
     constexpr int64_t kAhead = kAttentionPrefetchAhead;
     for (int64_t p = 0; p < c.nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(a.kv.k, offset[p]), hd);
-    for (int64_t p = 0; p < c.nc; ++p) {
-      if (p + kAhead < c.nc) prefetch_row<EK>(EK::row(a.kv.k, offset[p + kAhead]), hd);
-      prefetch_row<EV>(EV::row(a.kv.v, offset[p]), hd);
-      const typename EK::Row k = EK::row(a.kv.k, offset[p]);
-      V acc[kW];
-      for (int L = 0; L < kW; ++L) acc[L] = S::zero();
-      for (int64_t i = 0; i < hd; i += kW) {
-        const V kv = Kern::template load_kv<EK>(k, i);
+    if (ln.n_used <= kW / 2) {
+      scores_pairs<EK, EV>(a, ln, c, offset, s);
+    } else {
+      for (int64_t p = 0; p < c.nc; ++p) {
+        if (p + kAhead < c.nc) prefetch_row<EK>(EK::row(a.kv.k, offset[p + kAhead]), hd);
+        prefetch_row<EV>(EV::row(a.kv.v, offset[p]), hd);
+        const typename EK::Row k = EK::row(a.kv.k, offset[p]);
+        V acc[kW];
+        for (int L = 0; L < kW; ++L) acc[L] = S::zero();
+        for (int64_t i = 0; i < hd; i += kW) {
+          const V kv = Kern::template load_kv<EK>(k, i);
 #pragma GCC unroll 16
-        for (int L = 0; L < kW; ++L) acc[L] = S::fmadd(S::load(ln.q[L] + i), kv, acc[L]);
+          for (int L = 0; L < kW; ++L) acc[L] = S::fmadd(S::load(ln.q[L] + i), kv, acc[L]);
+        }
+        S::store(s + p * kW, S::hsum_lanes(acc));
       }
-      S::store(s + p * kW, S::hsum_lanes(acc));
     }
     const float divisor =
         a.score_divisor > 0.0f ? a.score_divisor : __builtin_sqrtf(static_cast<float>(hd));
     for (int64_t e = 0; e < c.nc * kW; ++e) s[e] /= divisor;
     if (a.softcap > 0.0f)
       for (int64_t e = 0; e < c.nc * kW; ++e) s[e] = a.softcap * __builtin_tanhf(s[e] / a.softcap);
+  }
+
+  // scores' products when at most half the lanes are used (a decode token's GQA group of 8 on
+  // AVX-512): the upper half of the lanes takes the next position, so one hsum_lanes serves two
+  // positions and no fma is idle. Every lane's dot is the same fma chain and lane sum as in
+  // the one-position pass, so the bits do not change. Row p's upper lanes (idle) keep p + 1's.
+  template <class EK, class EV>
+  static void scores_pairs(const AttentionArgs& a, const Lanes& ln, const Chunk& c,
+                           const int64_t* offset, float* s) {
+    constexpr int kH = kW / 2;
+    const int64_t hd = a.head_dim;
+    constexpr int64_t kAhead = kAttentionPrefetchAhead;
+    for (int64_t p = 0; p < c.nc; p += 2) {
+      const int64_t p1 = p + 1 < c.nc ? p + 1 : p;  // an odd last position pairs with itself
+      for (int64_t r = p + kAhead; r < p + kAhead + 2 && r < c.nc; ++r)
+        prefetch_row<EK>(EK::row(a.kv.k, offset[r]), hd);
+      prefetch_row<EV>(EV::row(a.kv.v, offset[p]), hd);
+      prefetch_row<EV>(EV::row(a.kv.v, offset[p1]), hd);
+      const typename EK::Row k0 = EK::row(a.kv.k, offset[p]);
+      const typename EK::Row k1 = EK::row(a.kv.k, offset[p1]);
+      V acc[kW];
+      for (int L = 0; L < kW; ++L) acc[L] = S::zero();
+      for (int64_t i = 0; i < hd; i += kW) {
+        const V kv0 = Kern::template load_kv<EK>(k0, i);
+        const V kv1 = Kern::template load_kv<EK>(k1, i);
+#pragma GCC unroll 8
+        for (int L = 0; L < kH; ++L) {
+          const V q = S::load(ln.q[L] + i);
+          acc[L] = S::fmadd(q, kv0, acc[L]);
+          acc[L + kH] = S::fmadd(q, kv1, acc[L + kH]);
+        }
+      }
+      const V sums = S::hsum_lanes(acc);
+      S::store(s + p * kW, sums);
+      S::store(s + (p + 1) * kW, sums);  // row p + 1 < kAttentionChunk: p is even
+      for (int L = 0; L < kH; ++L) s[(p + 1) * kW + L] = s[p * kW + kH + L];
+    }
   }
 
   // Sets s[p][lane] to `value` where position c0 + p is past the lane's context.
@@ -104,15 +145,16 @@ struct AttentionTile {
     S::store(l, lv);
   }
 
-  // out[lane] += w[p][lane] * v_p over rows [p0, p1) in order; kGuarded issues the fma only
-  // for used lanes whose context holds the position.
-  template <class EV, bool kGuarded>
+  // out[lane] += w[p][lane] * v_p over rows [p0, p1) in order, for lanes [0, NL); kGuarded
+  // issues the fma only for used lanes whose context holds the position. (Unguarded, idle
+  // lanes accumulate too: they are never stored.)
+  template <class EV, bool kGuarded, int NL>
   static void weighted_rows(const AttentionArgs& a, const Lanes& ln, int64_t c0, int64_t p0, int64_t p1,
                             const int64_t* offset, const float* w, int64_t i, V* acc) {
     for (int64_t p = p0; p < p1; ++p) {
       const V vv = Kern::template load_kv<EV>(EV::row(a.kv.v, offset[p]), i);
 #pragma GCC unroll 16
-      for (int L = 0; L < kW; ++L)
+      for (int L = 0; L < NL; ++L)
         if (!kGuarded || c0 + p < ln.n_ctx[L]) acc[L] = S::fmadd(S::set1(w[p * kW + L]), vv, acc[L]);
     }
   }
@@ -120,15 +162,16 @@ struct AttentionTile {
   template <class EV>
   static void weighted_sum(const AttentionArgs& a, const Lanes& ln, const Chunk& c, const int64_t* offset,
                            const float* w) {
-    const bool all_used = ln.n_used == kW;
     for (int64_t i = 0; i < a.head_dim; i += kW) {
       V acc[kW];
       for (int L = 0; L < kW; ++L) acc[L] = L < ln.n_used ? S::load(ln.out[L] + i) : S::zero();
-      if (all_used)
-        weighted_rows<EV, false>(a, ln, c.c0, 0, c.full, offset, w, i, acc);
+      // Rows [0, full) hold every used lane's context: no guard, and half the lanes when the
+      // upper half is idle.
+      if (ln.n_used <= kW / 2)
+        weighted_rows<EV, false, kW / 2>(a, ln, c.c0, 0, c.full, offset, w, i, acc);
       else
-        weighted_rows<EV, true>(a, ln, c.c0, 0, c.full, offset, w, i, acc);
-      weighted_rows<EV, true>(a, ln, c.c0, c.full, c.nc, offset, w, i, acc);
+        weighted_rows<EV, false, kW>(a, ln, c.c0, 0, c.full, offset, w, i, acc);
+      weighted_rows<EV, true, kW>(a, ln, c.c0, c.full, c.nc, offset, w, i, acc);
       for (int L = 0; L < ln.n_used; ++L) S::store(ln.out[L] + i, acc[L]);
     }
   }
@@ -157,11 +200,7 @@ struct AttentionTile {
     for (int64_t c0 = 0; c0 < max_ctx; c0 += kAttentionChunk) {
       Chunk c{c0, max_ctx - c0 < kAttentionChunk ? max_ctx - c0 : kAttentionChunk, 0};
       c.full = min_ctx - c0 < 0 ? 0 : (min_ctx - c0 < c.nc ? min_ctx - c0 : c.nc);
-      for (int64_t p = 0; p < c.nc; ++p) {
-        const int64_t pos = c0 + p;
-        const int64_t slot = static_cast<int64_t>(table.ids[pos / bs]) * bs + pos % bs;
-        offset[p] = slot * slot_stride + kvh * hd;
-      }
+      attention_chunk_offsets(table, bs, c0, c.nc, slot_stride, kvh * hd, offset);
       scores<EK, EV>(a, ln, c, offset, s);
       softmax_update(ln, c, hd, s, m, l);
       weighted_sum<EV>(a, ln, c, offset, s);

@@ -1,7 +1,8 @@
 // Paged attention over f32, f16, bf16, q8_0 and q4_0 KV (K and V of one type or of two): each
 // ISA path against a double-precision two-pass reference, bit-for-bit invariance of a token's
-// result to the batch around it, the thread count and the block size, and 16-bit and
-// quantized caches giving exactly the f32 path's bits on the widened (dequantized) values.
+// result to the batch around it, the thread count and the block size, 16-bit and quantized
+// caches giving exactly the f32 path's bits on the widened (dequantized) values, and q8_0 /
+// q4_0 K scored as int8 dots of the quantized query (attention_int8.h).
 #include "backend/cpu/attention.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/attention_int8.h"
 #include "backend/cpu/kv_row.h"
 #include "tensor/kv_types.h"
 
@@ -165,17 +167,37 @@ std::vector<float> run(IsaLevel isa, const Shape& s, const Pool& pool, const Que
   return run_layer(isa, s, pool.layer(), pool.views(), q, threads, scoring);
 }
 
+// Whether attention scores a cache of these types with int8 dots (attention_int8.h).
+bool int8_scores(const Shape& s, KvTypes types) {
+  AttentionArgs a;
+  a.head_dim = s.head_dim;
+  a.kv.k_dtype = types.k;
+  a.kv.v_dtype = types.v;
+  return attention_int8_scores(a);
+}
+
+// A query head as the int8 path sees it: quantized, then scaled back (exact in double).
+std::vector<double> int8_query_values(const float* q, int64_t hd) {
+  QueryInt8 qq;
+  attention_quantize_query(q, 1, hd, qq);
+  std::vector<double> out(hd);
+  for (int64_t i = 0; i < hd; ++i) out[i] = double(qq.q[0][i]) * qq.d[0][i / qq.seg];
+  return out;
+}
+
 // Two-pass softmax in double, one head at a time, over the drawn values (wide = false) or
-// the stored ones (wide = true).
-// With a window w, a query at p sees positions max(0, p - w + 1)..p.
+// the stored ones (wide = true), with the query as given or (int8_query) as the int8 path
+// quantizes it. With a window w, a query at p sees positions max(0, p - w + 1)..p.
 std::vector<double> reference(const Shape& s, const Pool& pool, const Query& q, bool wide,
-                              const Scoring& scoring = {}) {
+                              const Scoring& scoring = {}, bool int8_query = false) {
   const int64_t hd = s.head_dim, n_rep = s.n_heads / s.n_kv_heads;
   const double divisor = scoring.divisor > 0 ? scoring.divisor : std::sqrt(double(hd));
   std::vector<double> out(q.q.size());
   for (size_t t = 0; t < q.pos.size(); ++t)
     for (int64_t h = 0; h < s.n_heads; ++h) {
-      const float* qh = q.q.data() + (t * s.n_heads + h) * hd;
+      const float* qf = q.q.data() + (t * s.n_heads + h) * hd;
+      std::vector<double> qh(qf, qf + hd);
+      if (int8_query) qh = int8_query_values(qf, hd);
       const int64_t first = scoring.window > 0 ? std::max<int64_t>(0, q.pos[t] - scoring.window + 1) : 0;
       std::vector<double> sc(q.pos[t] + 1 - first);
       for (int64_t p = first; p <= q.pos[t]; ++p) {
@@ -225,8 +247,9 @@ TEST(Attention, EveryPathMatchesReference) {
         if (!shape_fits(s, dtype)) continue;
         const Pool pool(s, bs, {150, 5, 70}, 3, dtype);
         const Query q = make_queries(s, {0, 0, 0, 1, 2, 2, 0}, {0, 63, 64, 4, 65, 69, 149}, 4);
-        // Against the stored values: only the f32 arithmetic's error.
-        const auto want = reference(s, pool, q, true);
+        // Against the stored values: only the f32 arithmetic's error (with the query as the
+        // int8 path quantizes it, where K is scored so).
+        const auto want = reference(s, pool, q, true, {}, int8_scores(s, dtype));
         // Against the drawn values: plus what rounding K/V to the type costs.
         const auto drawn = reference(s, pool, q, false);
         const double tol = storage_tolerance(dtype);
@@ -246,14 +269,15 @@ TEST(Attention, EveryPathMatchesReference) {
 
 // A 16-bit or quantized cache widens (dequantizes) on load and then runs the f32 arithmetic
 // unchanged: the same bits as an f32 cache holding the widened values, on every path, for K
-// and V of one type or of two.
+// and V of one type or of two. Not for K scored with int8 dots (the query is quantized too:
+// Int8ScoresMatchTheirReference).
 TEST(Attention, NarrowCachesGiveTheF32BitsOfTheirValues) {
   const KvTypes pairs[] = {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                            {DType::kQ8_0, DType::kF16}, {DType::kF16, DType::kQ4_0},
                            {DType::kQ4_0, DType::kQ8_0}};
   for (KvTypes types : pairs)
     for (const Shape& s : kShapes) {
-      if (!shape_fits(s, types)) continue;
+      if (!shape_fits(s, types) || int8_scores(s, types)) continue;
       const Pool pool(s, 16, {150, 5, 70}, 3, types);
       const Query q = make_queries(s, {0, 0, 1, 2, 0}, {0, 64, 4, 69, 149}, 5);
       for (IsaLevel isa : available_isas()) {
@@ -418,6 +442,64 @@ TEST(Attention, TiledTasksGiveThePerTokenBits) {
                 << " softcap " << sc.softcap << " isa=" << isa_level_name(isa);
           }
         }
+    }
+}
+
+// The int8 query: each segment's largest value maps to +-127, every value within half a step
+// of its own, the sums are the bias terms, and an all-zero segment is zeros with scale 0.
+TEST(Attention, Int8QueryQuantization) {
+  for (int64_t hd : {8, 16, 64, 128}) {
+    const Shape s{4, 1, hd};
+    Query q = make_queries(s, {0}, {0}, 31);
+    std::fill(q.q.begin() + hd, q.q.begin() + hd + std::min<int64_t>(hd, 32), 0.0f);  // head 1, segment 0
+    QueryInt8 qq;
+    attention_quantize_query(q.q.data(), 4, hd, qq);
+    ASSERT_EQ(qq.seg, std::min<int64_t>(hd, 32));
+    ASSERT_EQ(qq.n_seg * qq.seg, hd);
+    for (int64_t g = 0; g < 4; ++g)
+      for (int64_t sg = 0; sg < qq.n_seg; ++sg) {
+        int32_t sum = 0, qmax = 0;
+        float amax = 0;
+        for (int64_t i = sg * qq.seg; i < (sg + 1) * qq.seg; ++i) {
+          const float x = q.q[g * hd + i];
+          amax = std::max(amax, std::fabs(x));
+          ASSERT_LE(std::fabs(qq.q[g][i] * qq.d[g][sg] - x), 0.5001f * qq.d[g][sg]) << hd << " " << g << " " << i;
+          sum += qq.q[g][i];
+          qmax = std::max<int32_t>(qmax, std::abs(qq.q[g][i]));
+        }
+        EXPECT_EQ(sum, qq.sum[g][sg]);
+        EXPECT_FLOAT_EQ(qq.d[g][sg], amax / 127.0f);
+        EXPECT_EQ(qmax, amax > 0 ? 127 : 0) << hd << " " << g << " " << sg;
+      }
+    EXPECT_EQ(qq.d[1][0], 0.0f);
+  }
+}
+
+// q8_0 / q4_0 K scored with int8 dots, on every path: decode-like shapes (heads of 64 and 128:
+// whole blocks, the transposed-block kernels; of 8 and 16: a block shared by heads, the
+// byte-wise loads), contexts over several chunks ending mid-pass, against the double
+// reference with the same quantized query; and the int8 path is really taken (its result
+// differs from the f32 path over the dequantized K).
+TEST(Attention, Int8ScoresMatchTheirReference) {
+  const Shape shapes[] = {{32, 4, 64}, {8, 4, 8}, {4, 2, 16}, {6, 2, 128}, {4, 1, 32}, {2, 1, 256}};
+  const KvTypes pairs[] = {DType::kQ8_0, DType::kQ4_0, {DType::kQ8_0, DType::kF16}, {DType::kQ4_0, DType::kF32}};
+  for (const Shape& s : shapes)
+    for (KvTypes types : pairs) {
+      if (!shape_fits(s, types)) continue;
+      ASSERT_TRUE(int8_scores(s, types));
+      const Pool pool(s, 16, {300, 37}, 41, types);
+      const Query q = make_queries(s, {0, 0, 1, 0}, {299, 130, 36, 17}, 42);
+      const auto want = reference(s, pool, q, true, {}, true);
+      for (IsaLevel isa : available_isas()) {
+        const auto got = run(isa, s, pool, q);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5 * (1 + std::fabs(want[i])))
+              << "i=" << i << " heads " << s.n_heads << "/" << s.n_kv_heads << " head_dim " << s.head_dim
+              << " " << kv_types_name(types) << " isa=" << isa_level_name(isa);
+        const auto dequantized = run_layer(isa, s, pool.widened_layer(), pool.views(), q);
+        EXPECT_NE(0, std::memcmp(got.data(), dequantized.data(), got.size() * sizeof(float)))
+            << kv_types_name(types) << " isa=" << isa_level_name(isa);
+      }
     }
 }
 

@@ -1,0 +1,86 @@
+// Int8 scores (attention_int8.h) over an ISA's int8 operations O (attention_int8_avx2.h,
+// attention_int8_avx512.h): O::kN positions at once, one score per lane. For each segment the
+// positions' K bytes are transposed into O::I vectors whose lane p holds 4 bytes of position
+// p, so a broadcast dword of the query feeds all kN positions and no horizontal sum is
+// needed: each lane ends with its position's exact integer dot. The K bytes enter as
+// unsigned (level + bias) where O's dot wants them so; the bias times the query segment's sum
+// is taken off again, exactly. Include only from *_avx2.cpp / *_avx512.cpp.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "backend/cpu/attention_impl.h"
+
+namespace tally::cpu {
+namespace {
+
+template <class O>
+struct Int8Scores {
+  static constexpr int kN = O::kN;
+  using I = typename O::I;
+  using F = typename O::F;
+
+  // Dword j of a query segment.
+  static int32_t query_dword(const int8_t* q, int64_t j) {
+    int32_t v;
+    std::memcpy(&v, q + 4 * j, sizeof v);
+    return v;
+  }
+
+  // Any segment shape: the bytes one at a time (heads under 32 values: small models only).
+  template <class EK, int kBias>
+  static void load_bytes(const typename EK::Row* rows, int64_t first, int64_t seg, I* kt) {
+    alignas(64) uint8_t buf[8][kN * 4];
+    for (int i = 0; i < kN; ++i)
+      for (int64_t b = 0; b < seg; ++b)
+        buf[b / 4][i * 4 + b % 4] = static_cast<uint8_t>(EK::level(rows[i], first + b) + kBias);
+    for (int64_t j = 0; j < seg / 4; ++j) kt[j] = O::load_i(buf[j]);
+  }
+
+  // s[g * kAttentionChunk + p] for heads g < NG and positions p < nc (lanes past nc are
+  // computed on a repeated row and stored within the chunk's row, never read). K rows are
+  // asked for a pass ahead, and each pass's V rows (EV, in v_layer) for the weighted sum.
+  template <class EK, class EV, int NG>
+  static void scores(const QueryInt8& qq, const void* k_layer, const void* v_layer,
+                     const int64_t* offset, int64_t nc, int64_t hd, float* s) {
+    constexpr bool kQ4 = std::is_same_v<EK, KvQ4_0>;
+    constexpr int kBias = kQ4 ? 8 : O::kQ8Bias;  // q4_0: the nibble itself is level + 8
+    for (int64_t p = 0; p < nc && p < kN; ++p) prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
+    for (int64_t p0 = 0; p0 < nc; p0 += kN) {
+      for (int64_t p = p0 + kN; p < nc && p < p0 + 2 * kN; ++p)
+        prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
+      for (int64_t p = p0; p < nc && p < p0 + kN; ++p) prefetch_row<EV>(EV::row(v_layer, offset[p]), hd);
+      typename EK::Row rows[kN];
+      for (int i = 0; i < kN; ++i) rows[i] = EK::row(k_layer, offset[p0 + i < nc ? p0 + i : nc - 1]);
+      F acc[NG] = {};
+      for (int64_t sg = 0; sg < qq.n_seg; ++sg) {
+        I kt[8];
+        if (qq.seg == 32)  // whole blocks: a head starts on a block
+          O::template load_block<EK>(rows, sg, kt);
+        else
+          load_bytes<EK, kBias>(rows, sg * qq.seg, qq.seg, kt);
+        alignas(64) float dk[kN];
+        for (int i = 0; i < kN; ++i) dk[i] = EK::scale(rows[i], sg * qq.seg);
+        const F dkv = O::load_f(dk);
+        for (int g = 0; g < NG; ++g) {
+          const int8_t* q = qq.q[g] + sg * qq.seg;
+          I isum = O::zero_i();
+          if (qq.seg == 32) {  // a constant trip count: kt stays in registers
+            for (int j = 0; j < 8; ++j) isum = O::template dot<kBias == 0>(isum, kt[j], query_dword(q, j));
+          } else {
+            for (int64_t j = 0; j < qq.seg / 4; ++j)
+              isum = O::template dot<kBias == 0>(isum, kt[j], query_dword(q, j));
+          }
+          const F x = O::mul(O::to_f(O::sub_i(isum, kBias * qq.sum[g][sg])), dkv);
+          acc[g] = sg == 0 ? O::mul(x, O::set1(qq.d[g][sg])) : O::fmadd(x, O::set1(qq.d[g][sg]), acc[g]);
+        }
+      }
+      for (int g = 0; g < NG; ++g) O::store_f(s + g * kAttentionChunk + p0, acc[g]);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace tally::cpu
