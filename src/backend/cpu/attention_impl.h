@@ -52,7 +52,10 @@ struct KvBlockRow {
   const B* block;
   int64_t start;
 };
-template <class B>
+// A blocked type T (below) gives each value's integer level; its value is level x its block's
+// scale, as tensor/quantize.h dequantizes it. The f32 path reads at(), the int8 scores
+// (attention_int8.h) level() and scale(): one definition of the split serves both.
+template <class B, class T>
 struct KvBlocked {
   using Row = KvBlockRow<B>;
   static Row row(const void* layer, int64_t elem) {
@@ -62,37 +65,24 @@ struct KvBlocked {
   static int64_t bytes(Row r, int64_t hd) {
     return (r.start + hd + kQBlock - 1) / kQBlock * static_cast<int64_t>(sizeof(B));
   }
+  static float scale(Row r, int64_t i) { return f16_to_f32(r.block[(r.start + i) / kQBlock].d); }
+  static float at(Row r, int64_t i) { return static_cast<float>(T::level(r, i)) * scale(r, i); }
 };
-// q8_0: d * qs[j], as tensor/quantize.h dequantizes it.
-struct KvQ8_0 : KvBlocked<BlockQ8_0> {
-  static float at(Row r, int64_t i) {
-    const int64_t j = r.start + i;
-    const BlockQ8_0& b = r.block[j / kQBlock];
-    return static_cast<float>(b.qs[j % kQBlock]) * f16_to_f32(b.d);
-  }
-  // The integer level of value i, and the scale of its block: at() == level * scale.
+// q8_0: qs[j].
+struct KvQ8_0 : KvBlocked<BlockQ8_0, KvQ8_0> {
   static int level(Row r, int64_t i) {
     const int64_t j = r.start + i;
     return r.block[j / kQBlock].qs[j % kQBlock];
   }
-  static float scale(Row r, int64_t i) { return f16_to_f32(r.block[(r.start + i) / kQBlock].d); }
 };
-// q4_0: d * (q - 8), q the low nibble of qs[j] for j < 16, the high nibble of qs[j - 16] after.
-struct KvQ4_0 : KvBlocked<BlockQ4_0> {
-  static float at(Row r, int64_t i) {
-    const int64_t j = r.start + i;
-    const BlockQ4_0& b = r.block[j / kQBlock];
-    const int64_t jj = j % kQBlock;
-    const int q = jj < kQBlock / 2 ? (b.qs[jj] & 15) : (b.qs[jj - kQBlock / 2] >> 4);
-    return static_cast<float>(q - 8) * f16_to_f32(b.d);
-  }
+// q4_0: q - 8, q the low nibble of qs[j] for j < 16, the high nibble of qs[j - 16] after.
+struct KvQ4_0 : KvBlocked<BlockQ4_0, KvQ4_0> {
   static int level(Row r, int64_t i) {
     const int64_t j = r.start + i;
     const BlockQ4_0& b = r.block[j / kQBlock];
     const int64_t jj = j % kQBlock;
     return (jj < kQBlock / 2 ? (b.qs[jj] & 15) : (b.qs[jj - kQBlock / 2] >> 4)) - 8;
   }
-  static float scale(Row r, int64_t i) { return f16_to_f32(r.block[(r.start + i) / kQBlock].d); }
 };
 
 // The K types whose scores can be int8 dots (attention_int8.h).
