@@ -85,8 +85,7 @@ int bench_dir(const std::string& dir, int runs) {
 
     const auto t1 = Clock::now();
     auto config = tally::read_hf_config(dir + "/tokenizer_config.json");
-    auto vocab = tally::tokenizer_vocab_from_hf_file(dir + "/tokenizer.json",
-                                                     config.ok() ? *config : nlohmann::json());
+    auto vocab = tally::tokenizer_vocab_from_hf_dir(dir, config.ok() ? *config : nlohmann::json());
     parse.push_back(ms_since(t1));
     if (!vocab.ok()) {
       std::fprintf(stderr, "%s: %s\n", dir.c_str(), vocab.status().to_string().c_str());

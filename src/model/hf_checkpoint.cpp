@@ -171,9 +171,7 @@ Result<HfConvertSummary> convert(const std::string& dir, std::optional<DType> ty
   } else if (c.status().code() != ErrorCode::kNotFound) {
     return c.status();
   }
-  auto vocab = tokenizer_vocab_from_hf_file(dir + "/tokenizer.json", tok_config);
-  if (!vocab.ok())
-    return vocab.status().code() == ErrorCode::kNotFound ? hf_missing_tokenizer_error(dir) : vocab.status();
+  TALLY_ASSIGN_OR_RETURN(TokenizerVocab vocab, tokenizer_vocab_from_hf_dir(dir, tok_config));
 
   HfConvertSummary summary;
   std::filesystem::path dir_path = std::filesystem::path(dir).lexically_normal();
@@ -187,8 +185,8 @@ Result<HfConvertSummary> convert(const std::string& dir, std::optional<DType> ty
   summary.n_shards = ckpt->n_files();
   w.set_u32("general.file_type", file_type_of(plans.front().type));
   w.set_u32("general.quantization_version", 2);
-  TALLY_RETURN_IF_ERROR(apply_generation_config(dir, *vocab, w));
-  TALLY_RETURN_IF_ERROR(write_tokenizer(std::move(vocab).value(), summary.info.n_vocab, w));
+  TALLY_RETURN_IF_ERROR(apply_generation_config(dir, vocab, w));
+  TALLY_RETURN_IF_ERROR(write_tokenizer(std::move(vocab), summary.info.n_vocab, w));
   TALLY_RETURN_IF_ERROR(write_chat_template(dir, tok_config, w));
 
   if (metadata_only) return summary;

@@ -401,11 +401,6 @@ Result<TokenizerVocab> tokenizer_vocab_from_hf(std::string_view tokenizer_json,
   return vocab_from_hf_doc((*doc)->root(), tokenizer_config);
 }
 
-Result<TokenizerVocab> tokenizer_vocab_from_hf_file(const std::string& path,
-                                                    const json& tokenizer_config) {
-  TALLY_ASSIGN_OR_RETURN(auto doc, tok::HfJsonDocument::load(path));
-  return vocab_from_hf_doc(doc->root(), tokenizer_config);
-}
 
 Result<std::string> read_hf_file(std::string_view path) {
   const std::string p(path);
@@ -456,8 +451,8 @@ constexpr std::array<OtherTokenizerFile, 3> kOtherTokenizerFiles = {{
      "tokenizer.json: AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR)"},
 }};
 
-}  // namespace
-
+// The error for a directory without tokenizer.json: what is missing, what tally reads, and
+// what the directory holds instead with the way from there.
 Status hf_missing_tokenizer_error(std::string_view dir) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -481,6 +476,15 @@ Status hf_missing_tokenizer_error(std::string_view dir) {
                     found);
 }
 
+}  // namespace
+
+Result<TokenizerVocab> tokenizer_vocab_from_hf_dir(std::string_view dir, const json& tokenizer_config) {
+  auto doc = tok::HfJsonDocument::load(std::string(dir) + "/tokenizer.json");
+  if (!doc.ok())
+    return doc.status().code() == ErrorCode::kNotFound ? hf_missing_tokenizer_error(dir) : doc.status();
+  return vocab_from_hf_doc((*doc)->root(), tokenizer_config);
+}
+
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_dir(std::string_view dir) {
   const std::string base(dir);
   json config;
@@ -490,11 +494,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_dir(std::string_view dir) 
   } else if (c.status().code() != ErrorCode::kNotFound) {
     return c.status();
   }
-  auto vocab = tokenizer_vocab_from_hf_file(base + "/tokenizer.json", config);
-  if (!vocab.ok()) {
-    if (vocab.status().code() == ErrorCode::kNotFound) return hf_missing_tokenizer_error(base).with_context(base);
-    return vocab.status().with_context(base);
-  }
+  auto vocab = tokenizer_vocab_from_hf_dir(base, config);
+  if (!vocab.ok()) return vocab.status().with_context(base);
   auto tokenizer = from_vocab(std::move(vocab).value());
   if (!tokenizer.ok()) return tokenizer.status().with_context(base);
   return tokenizer;

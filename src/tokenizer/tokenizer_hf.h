@@ -25,20 +25,18 @@ namespace tally {
 // milliseconds, where a DOM of nlohmann::json took seconds; see hf_json_document.h).
 Result<TokenizerVocab> tokenizer_vocab_from_hf(std::string_view tokenizer_json,
                                                const nlohmann::json& tokenizer_config);
-// The same for the file at `path` (read without a copy of its text); kNotFound when absent.
-Result<TokenizerVocab> tokenizer_vocab_from_hf_file(const std::string& path,
-                                                    const nlohmann::json& tokenizer_config);
+// The same for DIR/tokenizer.json (read without a copy of its text). Without that file,
+// kNotFound saying what is missing, what tally reads, and what the directory holds instead
+// (a SentencePiece tokenizer.model, a llama2.c tokenizer .bin, GPT-2's vocab.json +
+// merges.txt) with the way from there.
+Result<TokenizerVocab> tokenizer_vocab_from_hf_dir(std::string_view dir,
+                                                   const nlohmann::json& tokenizer_config);
 
 // A whole file; kNotFound when absent.
 Result<std::string> read_hf_file(std::string_view path);
 // tokenizer_config.json without its added_tokens_decoder (tokenizer.json's added_tokens
 // again, and most of the file); kFormat when it is not a JSON object.
 Result<nlohmann::json> read_hf_config(std::string_view path);
-
-// The error for a Hugging Face directory without tokenizer.json (kNotFound): what is missing,
-// what tally reads, and what the directory holds instead (a SentencePiece tokenizer.model, a
-// llama2.c tokenizer .bin, GPT-2's vocab.json + merges.txt) with the way from there.
-Status hf_missing_tokenizer_error(std::string_view dir);
 
 // A special-token entry of tokenizer_config.json ("<s>" or {"content": "<s>", ...}); "" for
 // null or absent.
