@@ -162,10 +162,9 @@ Status read_longrope(const json& s, const json& config, int64_t rope_dim, io::Gg
   TALLY_ASSIGN_OR_RETURN(const int64_t ctx, int_field(config, "max_position_embeddings"));
   TALLY_ASSIGN_OR_RETURN(const int64_t orig, int_field(config, "original_max_position_embeddings", ctx));
   const double scale = static_cast<double>(ctx) / static_cast<double>(orig);
-  double attn = scale > 1.0 && orig > 1 ? std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(orig))) : 1.0;
-  if (find(s, "attention_factor") != nullptr) {
-    TALLY_ASSIGN_OR_RETURN(attn, float_field(s, "attention_factor", 1.0));
-  }
+  const double derived =
+      scale > 1.0 && orig > 1 ? std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(orig))) : 1.0;
+  TALLY_ASSIGN_OR_RETURN(const double attn, float_field(s, "attention_factor", derived));
   w.set_f32(info.arch + ".rope.scaling.attn_factor", static_cast<float>(attn));
   return Status::ok_status();
 }
