@@ -54,10 +54,22 @@ inline constexpr int kKGemmRows = 16;  // rows per unpacked group: one zmm, two 
 //   kSubs: sub-blocks per super-block (8 of 32 elements or 16 of 16)
 //   kHasMin: the min-dot is a second float step (q4k_lane_update) rather than an offset
 //   kMaxQuant: the largest u8 quants() writes (whether vpmaddubsw pairs could saturate)
-struct Q4KGemm {
-  using Block = BlockQ4_K;
+
+// Q4_K and Q5_K share their super-block's header: 8 sub-blocks of 32, 6-bit scales and mins,
+// f16 d and dmin. They differ in their quants (Q5_K adds a fifth bit from qh).
+template <class B>
+struct Q45KHeader {
+  using Block = B;
   static constexpr int kSubs = 8;
   static constexpr bool kHasMin = true;
+  [[gnu::always_inline]] static inline void scales(const Block& b, int32_t* sc, int16_t* mt) {
+    q45k_scales(b.scales, sc, mt);
+  }
+  static float d(const Block& b) { return f16c_to_f32(b.d); }
+  static float dmin(const Block& b) { return f16c_to_f32(b.dmin); }
+};
+
+struct Q4KGemm : Q45KHeader<BlockQ4_K> {
   static constexpr int kMaxQuant = 15;
   [[gnu::always_inline]] static inline void quants(const Block& b, uint8_t* u) {
     const __m256i m4 = _mm256_set1_epi8(15);
@@ -68,17 +80,9 @@ struct Q4KGemm {
                           _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
     }
   }
-  [[gnu::always_inline]] static inline void scales(const Block& b, int32_t* sc, int16_t* mt) {
-    q45k_scales(b.scales, sc, mt);
-  }
-  static float d(const Block& b) { return f16c_to_f32(b.d); }
-  static float dmin(const Block& b) { return f16c_to_f32(b.dmin); }
 };
 
-struct Q5KGemm {
-  using Block = BlockQ5_K;
-  static constexpr int kSubs = 8;
-  static constexpr bool kHasMin = true;
+struct Q5KGemm : Q45KHeader<BlockQ5_K> {
   static constexpr int kMaxQuant = 31;
   [[gnu::always_inline]] static inline void quants(const Block& b, uint8_t* u) {
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
@@ -95,11 +99,6 @@ struct Q5KGemm {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + 64 * g + 32), hi);
     }
   }
-  [[gnu::always_inline]] static inline void scales(const Block& b, int32_t* sc, int16_t* mt) {
-    q45k_scales(b.scales, sc, mt);
-  }
-  static float d(const Block& b) { return f16c_to_f32(b.d); }
-  static float dmin(const Block& b) { return f16c_to_f32(b.dmin); }
 };
 
 struct Q6KGemm {
