@@ -22,8 +22,7 @@ struct HyperRow {
 // rope_theta and rms_norm_eps of each model's config.json (llama2.c's stories110M: run.c's
 // 10000 and 1e-5); Gemma 3's sliding_window and linear rope_scaling factor; Phi-3's
 // sliding_window (written as llama.cpp's converter writes it; neither tally nor llama.cpp
-// applies it to phi3). Presets not listed
-// get 10000 / 1e-5.
+// applies it to phi3). Presets not listed get 10000 / 1e-5.
 constexpr HyperRow kHyper[] = {
     {"llama-2-7b", 10000.0f, 1e-5f, false, false},
     {"llama-2-13b", 10000.0f, 1e-5f, false, false},

@@ -3,8 +3,9 @@
 // rounding makes the error a ragged function of the step, so ~20 candidate steps a little on
 // either side are tried; under each, every value takes its nearest level, and the weighted
 // least-squares scale (and offset) for those levels is solved in closed form. The candidate
-// with the least weighted error wins. The affine fit also moves the grid (fit_affine_group). (Published as the "scale search" of llama.cpp's
-// k-quants; written here from that description.)
+// with the least weighted error wins; the affine fit also moves the grid (fit_affine_group).
+// (Published as the "scale search" of llama.cpp's k-quants; written here from that
+// description.)
 #include "tensor/quantize_fit.h"
 
 #include <algorithm>
@@ -183,8 +184,8 @@ AffineFit fit_affine_group(const float* x, const float* w, int n, int q_hi, bool
   if (hi > origin)
     for (int is = -kSearchSteps; is <= kSearchSteps; ++is)
       consider(origin, (levels + kSearchDelta * static_cast<float>(is)) / (hi - origin));
-  for (int it = 0; it < kRefits && consider(-best.offset, 1.0f / best.scale); ++it) {
-  }
+  for (int it = 0; it < kRefits; ++it)
+    if (!consider(-best.offset, 1.0f / best.scale)) break;
   return best;
 }
 
