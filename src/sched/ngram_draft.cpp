@@ -63,41 +63,41 @@ Status SpecConfig::validate() const {
   return Status::ok_status();
 }
 
-namespace {
-
-// The start of the latest occurrence of tokens' last n tokens that ends before the last
-// token, or -1.
-int64_t ngram_latest_match(std::span<const int32_t> tokens, int64_t n) {
-  const int64_t len = static_cast<int64_t>(tokens.size());
-  const int32_t* suffix = tokens.data() + (len - n);
-  for (int64_t start = len - n - 1; start >= 0; --start) {
-    if (std::equal(suffix, suffix + n, tokens.data() + start)) return start;
-  }
-  return -1;
-}
-
-}  // namespace
-
 int32_t ngram_draft(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
                     std::span<int32_t> draft) {
   const int64_t len = static_cast<int64_t>(tokens.size());
-  if (draft.empty()) return 0;
-  for (int64_t n = std::min<int64_t>(ngram_max, len - 1); n >= ngram_min; --n) {
-    const int64_t start = ngram_latest_match(tokens, n);
-    if (start < 0) continue;
-    // The continuation runs from the match's end; past the last known token it goes on
-    // copying what it has just proposed (an overlapping copy, as in LZ77), so a run with a
-    // short period is drafted to the full length instead of one period.
-    const int64_t from = start + n;
-    const auto k = static_cast<int64_t>(draft.size());
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t at = from + j;
-      draft[static_cast<size_t>(j)] =
-          at < len ? tokens[static_cast<size_t>(at)] : draft[static_cast<size_t>(at - len)];
+  const int64_t longest = std::min<int64_t>(ngram_max, len - 1);
+  if (draft.empty() || longest < ngram_min) return 0;
+  // One backward pass over where an earlier occurrence of the suffix could end (e, before
+  // the last token): its match length there, keeping the latest end of the longest. Every
+  // step of every decoding sequence calls this, mostly without a match: one comparison per
+  // token, where a pass per suffix length n compared each position once per n.
+  const int32_t* t = tokens.data();
+  const int32_t last = t[len - 1];
+  int64_t best_n = 0;
+  int64_t best_end = -1;
+  for (int64_t e = len - 2; e >= 0 && best_n < longest; --e) {
+    if (t[e] != last) continue;
+    const int64_t most = std::min(longest, e + 1);
+    int64_t n = 1;
+    while (n < most && t[e - n] == t[len - 1 - n]) ++n;
+    if (n > best_n) {
+      best_n = n;
+      best_end = e;
     }
-    return static_cast<int32_t>(k);
   }
-  return 0;
+  if (best_n < ngram_min) return 0;
+  // The continuation runs from the match's end; past the last known token it goes on copying
+  // what it has just proposed (an overlapping copy, as in LZ77), so a run with a short period
+  // is drafted to the full length instead of one period.
+  const int64_t from = best_end + 1;
+  const auto k = static_cast<int64_t>(draft.size());
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t at = from + j;
+    draft[static_cast<size_t>(j)] =
+        at < len ? tokens[static_cast<size_t>(at)] : draft[static_cast<size_t>(at - len)];
+  }
+  return static_cast<int32_t>(k);
 }
 
 }  // namespace tally

@@ -3,8 +3,8 @@
 // to ngram_min) in its own tokens (prompt + outputs). No weights, no state: strong wherever
 // the answer repeats its context (summaries, code edits, RAG answers, repetitive text).
 //
-// Cost: O(len * ngram_max) comparisons per call, no allocation (the draft is written into the
-// caller's buffer).
+// Cost: one pass over the tokens (a comparison per token, a few more where the last token
+// recurs), no allocation (the draft is written into the caller's buffer).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "sched/ngram_draft.h"
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -47,6 +49,39 @@ TEST(NgramDraft, NoMatchNoDraft) {
   EXPECT_TRUE(draft_of({}, 1, 3, 4).empty());
   EXPECT_TRUE(draft_of({1, 2, 1}, 2, 3, 4).empty());  // only a 1-gram would match
   EXPECT_TRUE(draft_of({1, 2, 1}, 1, 3, 0).empty());  // no room
+}
+
+// The definition, one suffix length at a time: for n from the longest down, the latest
+// earlier start of the last n tokens; the draft copies on from its end.
+std::vector<int32_t> draft_by_definition(const std::vector<int32_t>& t, int32_t lo, int32_t hi,
+                                         size_t k) {
+  const auto len = static_cast<int64_t>(t.size());
+  for (int64_t n = std::min<int64_t>(hi, len - 1); n >= lo && k > 0; --n) {
+    for (int64_t start = len - n - 1; start >= 0; --start) {
+      if (!std::equal(t.end() - n, t.end(), t.begin() + start)) continue;
+      std::vector<int32_t> d;
+      for (int64_t at = start + n; d.size() < k; ++at) {
+        d.push_back(at < len ? t[static_cast<size_t>(at)] : d[static_cast<size_t>(at - len)]);
+      }
+      return d;
+    }
+  }
+  return {};
+}
+
+TEST(NgramDraft, MatchesTheDefinitionOnRandomSequences) {
+  // Small alphabets make long, overlapping and repeated matches common.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const int32_t alphabet = 2 + static_cast<int32_t>(rng() % 6);
+    std::vector<int32_t> t(rng() % 40);
+    for (int32_t& v : t) v = static_cast<int32_t>(rng() % static_cast<uint32_t>(alphabet));
+    const int32_t lo = 1 + static_cast<int32_t>(rng() % 3);
+    const int32_t hi = lo + static_cast<int32_t>(rng() % 4);
+    const size_t k = rng() % 6;
+    ASSERT_EQ(draft_of(t, lo, hi, k), draft_by_definition(t, lo, hi, k))
+        << "trial " << trial << " alphabet " << alphabet << " ngram " << lo << ".." << hi;
+  }
 }
 
 TEST(NgramDraft, ConfigAndModeNames) {
