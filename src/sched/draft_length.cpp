@@ -22,6 +22,7 @@ void StepCostTable::record(int32_t positions, double seconds, bool drafted) {
   double& shape = log_shape_[n];
   if (count++ == 0) {
     shape = observed - log_speed_;
+    largest_measured_ = std::max(largest_measured_, positions);
     return;
   }
   // One bounded residual, shared: the speed takes its part, the size's shape the rest. (Two
@@ -47,9 +48,8 @@ double StepCostTable::shape_seconds(int32_t positions) const {
 void StepCostTable::estimate(int32_t n0, std::span<double> out) const {
   // One pass: the nearest measured size at or below n0, then upward, each unmeasured run
   // filled once its upper end is found.
-  const int32_t top = max_positions();
   const double speed = std::exp(log_speed_);
-  int32_t lo = std::min(n0, top);
+  int32_t lo = std::min(n0, largest_measured_);
   while (lo >= 1 && !measured(lo)) --lo;
   const auto count = static_cast<int32_t>(out.size());
   int32_t i = 0;
@@ -62,8 +62,8 @@ void StepCostTable::estimate(int32_t n0, std::span<double> out) const {
       continue;
     }
     int32_t hi = n + 1;
-    while (hi <= top && !measured(hi)) ++hi;
-    const bool has_hi = hi <= top;
+    while (hi <= largest_measured_ && !measured(hi)) ++hi;  // none is past the largest
+    const bool has_hi = hi <= largest_measured_;
     const int32_t run_end = std::min(has_hi ? hi : n0 + count, n0 + count);
     for (int32_t m = n; m < run_end; ++m) {
       double t = 0.0;
@@ -143,12 +143,20 @@ int32_t choose_draft_lengths(const StepCostTable& cost, int32_t n0,
     }
   }
   if (gains.empty()) return 0;
+  // T(n0 + m) for the m that may be tried: none past the size just above the largest
+  // measured. Held at the largest's price, larger sizes would look free, and the first step
+  // with guesses would draft them all at once (at concurrency 16 on a model whose positions
+  // cost in proportion, a step several times an undrafted one) to learn what one position
+  // past the largest would tell.
+  const int32_t base_n = std::max(n0, 1);
+  const int32_t most_m = std::clamp(cost.largest_measured() + 1 - base_n, 0,
+                                    static_cast<int32_t>(gains.size()));
   auto& times = scratch.times;
-  times.assign(gains.size() + 1, 0.0);
-  cost.estimate(std::max(n0, 1), times);
+  times.assign(static_cast<size_t>(most_m) + 1, 0.0);
+  cost.estimate(base_n, times);
   if (!(times[0] > 0.0)) return 0;
   // D(r) for r = 1..n_model: a pass not measured yet is free (the first step that drafts
-  // with the model measures it), as a step size past the largest measured one is.
+  // with the model measures it), as the step size just past the largest measured one is.
   auto& pass = scratch.pass_times;
   pass.assign(static_cast<size_t>(n_model) + 1, 0.0);
   if (n_model > 0 && draft_pass_cost != nullptr) {

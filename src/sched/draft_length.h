@@ -5,8 +5,8 @@
 //     the target's (one trial per compared position, drafted or only guessed),
 //   - StepCostTable: the measured step time T(n) of a step computing n positions, kept online
 //     by the engine from its own steps (no probe: an unmeasured n is estimated from the nearest
-//     measured ones, and beyond the largest measured n it is taken as free, so the first step
-//     that drafts there measures it),
+//     measured ones; one size past the largest measured n is taken at the largest's price, so
+//     the first step that drafts there measures it, and larger sizes wait until it has),
 // and chooses, over the whole step, the draft positions that maximise useful positions per
 // second: (n0 + expected accepted tokens) / T(n0 + drafted).
 #pragma once
@@ -72,6 +72,8 @@ class StepCostTable {
   // `drafted`: some of its positions were drafts (it does not move the speed).
   void record(int32_t positions, double seconds, bool drafted = false);
   bool measured(int32_t positions) const;
+  // The largest size measured so far (0: none).
+  int32_t largest_measured() const { return largest_measured_; }
   // out[i] = estimated T(n0 + i): speed x shape where measured, else the straight line between
   // the nearest measured sizes around it, else (past the largest or below the smallest
   // measured) the nearest measured value. All 0 while nothing is measured.
@@ -92,6 +94,7 @@ class StepCostTable {
   std::vector<double> log_shape_;  // [n] log seconds at speed 1
   std::vector<int32_t> count_;     // [n] steps recorded; 0 = never measured
   double log_speed_ = 0.0;
+  int32_t largest_measured_ = 0;
 };
 
 // One sequence that could draft: its acceptance estimate and the most tokens it may draft
@@ -113,7 +116,10 @@ inline constexpr double kDraftMinGain = 0.1;
 // P(m)), where n0 is the step's positions without drafts and P(m) the draft model's passes
 // those m positions need (draft_pass_cost; 0 without model candidates), and gives each
 // candidate its share of those m. k[i] = 0 for every candidate while the table has no
-// measurement. Returns the m chosen.
+// measurement. A step size past the largest measured one has no price of its own: the rule
+// explores one size past it (at the largest's price: the step measures it), never more, so
+// learning what a bigger step costs risks one position, not a batch's worth of drafts.
+// Returns the m chosen.
 //
 // The draft model proposes a sequence's k tokens in k passes after the step's first (which
 // every step runs: the draft's KV of the step's own tokens); pass j is one ragged forward over

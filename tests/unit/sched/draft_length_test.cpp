@@ -99,6 +99,26 @@ TEST(DraftLength, NothingMeasuredMeansNoDraft) {
   EXPECT_EQ(choose(empty, 1, {{0.99f, 4}}), (std::vector<int32_t>{0}));
 }
 
+// A step size past the largest measured has no price: the rule tries one size past it (the
+// step that drafts measures it), not every guessed position at once. Held at the largest's
+// price, sixteen sequences' guesses at concurrency 16 made a step of 80 positions on costs
+// that grow in proportion (stories260K): five undrafted steps' time for ~15 expected tokens.
+TEST(DraftLength, ExploresOneSizePastTheLargestMeasured) {
+  StepCostTable prop(128);
+  for (int32_t n = 1; n <= 16; ++n) prop.record(n, 1e-3 * n);
+  const std::vector<int32_t> k = choose(prop, 16, std::vector<DraftCandidate>(16, {0.5f, 4}));
+  int32_t drafted = 0;
+  for (int32_t v : k) drafted += v;
+  EXPECT_EQ(drafted, 0);  // one position past 16 does not pay at these costs
+  // At batch 1 with only T(1) known, one draft explores T(2); once T(2) is measured (nearly
+  // free here), two drafts explore T(3).
+  StepCostTable grow(8);
+  grow.record(1, 1e-3);
+  EXPECT_EQ(choose(grow, 1, {{0.9f, 4}}), (std::vector<int32_t>{1}));
+  grow.record(2, 1.05e-3, /*drafted=*/true);
+  EXPECT_EQ(choose(grow, 1, {{0.9f, 4}}), (std::vector<int32_t>{2}));
+}
+
 TEST(DraftLength, FreePositionsDraftAllGuessesThatCanBeAccepted) {
   const StepCostTable flat = linear_costs(64, 1.0, 0.0);
   EXPECT_EQ(choose(flat, 2, {{0.9f, 4}, {0.5f, 3}, {0.0f, 4}}),
