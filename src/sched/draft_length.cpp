@@ -23,6 +23,8 @@ void StepCostTable::record(int32_t positions, double seconds, bool drafted) {
   if (count++ == 0) {
     shape = observed - log_speed_;
     largest_measured_ = std::max(largest_measured_, positions);
+    smallest_measured_ =
+        smallest_measured_ == 0 ? positions : std::min(smallest_measured_, positions);
     return;
   }
   // One bounded residual, shared: the speed takes its part, the size's shape the rest. (Two
@@ -49,6 +51,14 @@ void StepCostTable::estimate(int32_t n0, std::span<double> out) const {
   // One pass: the nearest measured size at or below n0, then upward, each unmeasured run
   // filled once its upper end is found.
   const double speed = std::exp(log_speed_);
+  // Past the largest measured size: the chord from the smallest, whose slope is at most the
+  // last part's on a flat-then-linear curve (it errs towards cheaper, and the step that
+  // drafts there measures it), never falling.
+  const int32_t a = smallest_measured_;
+  const int32_t b = largest_measured_;
+  const double past_largest_slope =
+      b > a ? std::max(0.0, (shape_seconds(b) - shape_seconds(a)) / static_cast<double>(b - a))
+            : 0.0;
   int32_t lo = std::min(n0, largest_measured_);
   while (lo >= 1 && !measured(lo)) --lo;
   const auto count = static_cast<int32_t>(out.size());
@@ -72,7 +82,7 @@ void StepCostTable::estimate(int32_t n0, std::span<double> out) const {
         const double th = shape_seconds(hi);
         t = tl + (th - tl) * static_cast<double>(m - lo) / static_cast<double>(hi - lo);
       } else if (lo >= 1) {
-        t = shape_seconds(lo);
+        t = shape_seconds(lo) + past_largest_slope * static_cast<double>(m - lo);
       } else if (has_hi) {
         t = shape_seconds(hi);
       }
@@ -143,20 +153,21 @@ int32_t choose_draft_lengths(const StepCostTable& cost, int32_t n0,
     }
   }
   if (gains.empty()) return 0;
-  // T(n0 + m) for the m that may be tried: none past the size just above the largest
-  // measured. Held at the largest's price, larger sizes would look free, and the first step
-  // with guesses would draft them all at once (at concurrency 16 on a model whose positions
-  // cost in proportion, a step several times an undrafted one) to learn what one position
-  // past the largest would tell.
+  // T(n0 + m) for the m that may be tried. With one size measured, the sizes past it would be
+  // priced as that size: free positions, and the first step with guesses would draft them all
+  // at once (at concurrency 16 on a model whose positions cost in proportion, a step several
+  // times an undrafted one) to learn what one position past it tells. So only the next size.
   const int32_t base_n = std::max(n0, 1);
-  const int32_t most_m = std::clamp(cost.largest_measured() + 1 - base_n, 0,
-                                    static_cast<int32_t>(gains.size()));
+  const int32_t most_m =
+      cost.smallest_measured() < cost.largest_measured()
+          ? static_cast<int32_t>(gains.size())
+          : std::clamp(cost.largest_measured() + 1 - base_n, 0, static_cast<int32_t>(gains.size()));
   auto& times = scratch.times;
   times.assign(static_cast<size_t>(most_m) + 1, 0.0);
   cost.estimate(base_n, times);
   if (!(times[0] > 0.0)) return 0;
   // D(r) for r = 1..n_model: a pass not measured yet is free (the first step that drafts
-  // with the model measures it), as the step size just past the largest measured one is.
+  // with the model measures it); past the largest measured, the table's line.
   auto& pass = scratch.pass_times;
   pass.assign(static_cast<size_t>(n_model) + 1, 0.0);
   if (n_model > 0 && draft_pass_cost != nullptr) {

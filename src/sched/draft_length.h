@@ -4,9 +4,10 @@
 //   - AcceptanceEstimate: per sequence, an EWMA of the chance that the next draft token equals
 //     the target's (one trial per compared position, drafted or only guessed),
 //   - StepCostTable: the measured step time T(n) of a step computing n positions, kept online
-//     by the engine from its own steps (no probe: an unmeasured n is estimated from the nearest
-//     measured ones; one size past the largest measured n is taken at the largest's price, so
-//     the first step that drafts there measures it, and larger sizes wait until it has),
+//     by the engine from its own steps (no probe: an unmeasured n is estimated from the
+//     measured ones, past the largest on the line through the smallest and the largest; with
+//     one size measured, only the next size is tried, at its price, so the first step that
+//     drafts measures it),
 // and chooses, over the whole step, the draft positions that maximise useful positions per
 // second: (n0 + expected accepted tokens) / T(n0 + drafted).
 #pragma once
@@ -72,11 +73,13 @@ class StepCostTable {
   // `drafted`: some of its positions were drafts (it does not move the speed).
   void record(int32_t positions, double seconds, bool drafted = false);
   bool measured(int32_t positions) const;
-  // The largest size measured so far (0: none).
+  // The smallest and the largest size measured so far (0: none).
+  int32_t smallest_measured() const { return smallest_measured_; }
   int32_t largest_measured() const { return largest_measured_; }
   // out[i] = estimated T(n0 + i): speed x shape where measured, else the straight line between
-  // the nearest measured sizes around it, else (past the largest or below the smallest
-  // measured) the nearest measured value. All 0 while nothing is measured.
+  // the nearest measured sizes around it; below the smallest measured, the smallest's value;
+  // past the largest, the line through the smallest and the largest (never falling; the
+  // largest's value while it is the only one). All 0 while nothing is measured.
   void estimate(int32_t n0, std::span<double> out) const;
   int32_t max_positions() const { return static_cast<int32_t>(log_shape_.size()) - 1; }
 
@@ -94,6 +97,7 @@ class StepCostTable {
   std::vector<double> log_shape_;  // [n] log seconds at speed 1
   std::vector<int32_t> count_;     // [n] steps recorded; 0 = never measured
   double log_speed_ = 0.0;
+  int32_t smallest_measured_ = 0;
   int32_t largest_measured_ = 0;
 };
 
@@ -116,10 +120,10 @@ inline constexpr double kDraftMinGain = 0.1;
 // P(m)), where n0 is the step's positions without drafts and P(m) the draft model's passes
 // those m positions need (draft_pass_cost; 0 without model candidates), and gives each
 // candidate its share of those m. k[i] = 0 for every candidate while the table has no
-// measurement. A step size past the largest measured one has no price of its own: the rule
-// explores one size past it (at the largest's price: the step measures it), never more, so
-// learning what a bigger step costs risks one position, not a batch's worth of drafts.
-// Returns the m chosen.
+// measurement. While only one size is measured, the sizes past it have no price but that
+// size's: the rule then tries only the next size (its step measures it, and from two sizes
+// on the table extends their line), so learning what a bigger step costs risks one position,
+// not a batch's worth of drafts. Returns the m chosen.
 //
 // The draft model proposes a sequence's k tokens in k passes after the step's first (which
 // every step runs: the draft's KV of the step's own tokens); pass j is one ragged forward over

@@ -24,7 +24,7 @@ std::vector<int32_t> choose(const StepCostTable& cost, int32_t n0,
   return k;
 }
 
-TEST(StepCostTable, InterpolatesBetweenMeasuredSizesAndHoldsPastThem) {
+TEST(StepCostTable, InterpolatesBetweenMeasuredSizesAndExtendsTheirLinePastThem) {
   StepCostTable t(64);
   t.record(2, 1.0);
   t.record(6, 2.0);
@@ -39,9 +39,17 @@ TEST(StepCostTable, InterpolatesBetweenMeasuredSizesAndHoldsPastThem) {
   EXPECT_DOUBLE_EQ(est[3], 1.5);
   EXPECT_DOUBLE_EQ(est[4], 1.75);
   EXPECT_DOUBLE_EQ(est[5], 2.0);
-  EXPECT_DOUBLE_EQ(est[6], 2.0);  // past the largest: held (the next draft measures it)
-  EXPECT_DOUBLE_EQ(est[7], 2.0);
+  EXPECT_DOUBLE_EQ(est[6], 2.25);  // past the largest: the line through 2 and 6
+  EXPECT_DOUBLE_EQ(est[7], 2.5);
   EXPECT_FALSE(t.measured(4));
+  EXPECT_EQ(t.smallest_measured(), 2);
+  EXPECT_EQ(t.largest_measured(), 6);
+  // A line that would fall is held level.
+  StepCostTable falling(8);
+  falling.record(1, 2.0);
+  falling.record(3, 1.0);
+  falling.estimate(1, est);
+  EXPECT_DOUBLE_EQ(est[4], 1.0);
 }
 
 double estimate_at(const StepCostTable& t, int32_t n) {
@@ -99,24 +107,30 @@ TEST(DraftLength, NothingMeasuredMeansNoDraft) {
   EXPECT_EQ(choose(empty, 1, {{0.99f, 4}}), (std::vector<int32_t>{0}));
 }
 
-// A step size past the largest measured has no price: the rule tries one size past it (the
-// step that drafts measures it), not every guessed position at once. Held at the largest's
-// price, sixteen sequences' guesses at concurrency 16 made a step of 80 positions on costs
-// that grow in proportion (stories260K): five undrafted steps' time for ~15 expected tokens.
-TEST(DraftLength, ExploresOneSizePastTheLargestMeasured) {
+// Past the largest measured size a step is priced on the line through the smallest and the
+// largest; with one size measured only the next size is tried. Held at the largest's price
+// (as before), sizes past it looked free: sixteen sequences' guesses at concurrency 16 made a
+// step of 80 positions on costs that grow in proportion (stories260K), five undrafted steps'
+// time for ~15 expected tokens, and at batch 1 a first draft of every guessed position.
+TEST(DraftLength, PricesSizesPastTheLargestMeasuredOnTheMeasuredLine) {
   StepCostTable prop(128);
   for (int32_t n = 1; n <= 16; ++n) prop.record(n, 1e-3 * n);
   const std::vector<int32_t> k = choose(prop, 16, std::vector<DraftCandidate>(16, {0.5f, 4}));
   int32_t drafted = 0;
   for (int32_t v : k) drafted += v;
-  EXPECT_EQ(drafted, 0);  // one position past 16 does not pay at these costs
-  // At batch 1 with only T(1) known, one draft explores T(2); once T(2) is measured (nearly
-  // free here), two drafts explore T(3).
-  StepCostTable grow(8);
-  grow.record(1, 1e-3);
-  EXPECT_EQ(choose(grow, 1, {{0.9f, 4}}), (std::vector<int32_t>{1}));
-  grow.record(2, 1.05e-3, /*drafted=*/true);
-  EXPECT_EQ(choose(grow, 1, {{0.9f, 4}}), (std::vector<int32_t>{2}));
+  EXPECT_EQ(drafted, 0);
+  // Batch 1, only T(1) known: one draft measures T(2).
+  StepCostTable cheap(8);
+  cheap.record(1, 1e-3);
+  EXPECT_EQ(choose(cheap, 1, {{0.9f, 4}}), (std::vector<int32_t>{1}));
+  StepCostTable dear = cheap;
+  // A second position nearly free: the line prices 3..5 as nearly free too, all drafted.
+  cheap.record(2, 1.05e-3, /*drafted=*/true);
+  EXPECT_EQ(choose(cheap, 1, {{0.9f, 4}}), (std::vector<int32_t>{4}));
+  // A second position costing a whole step (stories260K): 3..5 cost as much again each, so
+  // even a 0.9 guess is not drafted.
+  dear.record(2, 2e-3, /*drafted=*/true);
+  EXPECT_EQ(choose(dear, 1, {{0.9f, 4}}), (std::vector<int32_t>{0}));
 }
 
 TEST(DraftLength, FreePositionsDraftAllGuessesThatCanBeAccepted) {
