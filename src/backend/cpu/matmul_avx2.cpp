@@ -4,9 +4,11 @@
 // both tokens (4 x 3, which the 16 ymm just hold, measured slower on Zen 5 under AVX2).
 // Quantized weights: maddubs + madd integer dots, Q8_0 / Q4_0 over the interleaved layout
 // (matmul_interleaved_simd.h), the K-quants in matmul_simd_quant.h (fewer than 8 tokens) and
-// matmul_gemm_kquant_ymm.h (the GEMM, from 8 tokens).
+// matmul_gemm_kquant_ymm.h (the GEMM, from 8 tokens), Q4_1 / Q5_0 / Q5_1 / IQ4_NL in
+// matmul_simd_block32.h (fewer than 8 tokens) and matmul_gemm_block32_ymm.h (the GEMM).
 #include <immintrin.h>
 
+#include "backend/cpu/matmul_gemm_block32_ymm.h"
 #include "backend/cpu/matmul_gemm_kquant_ymm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
@@ -143,6 +145,11 @@ void tile_float(const MatmulTile& tile) {
 template <class G, MatmulTileFn narrow>
 constexpr MatmulTileFn kgemm = simd::tile_kgemm_ymm<G, Avx2Dot, narrow>;
 
+// The 32-block types with per-row kernels: the GEMM from 8 tokens, those kernels below.
+template <class Unpack>
+constexpr MatmulTileFn block32 =
+    simd::tile_b32gemm_ymm<Unpack, Avx2Dot, simd::tile_rows<simd::Block32Kernel<Avx2Dot, Unpack>>>;
+
 }  // namespace
 
 const MatmulKernels& matmul_kernels_avx2() {
@@ -155,15 +162,15 @@ const MatmulKernels& matmul_kernels_avx2() {
       simd::tile_interleaved<Avx2Dot, simd::Q4_0x8>,
       kgemm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<Avx2Dot>>>,
       kgemm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<Avx2Dot>>>,
-      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q4_1Unpack>>,
-      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q5_0Unpack>>,
-      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::Q5_1Unpack>>,
+      block32<simd::Q4_1Unpack>,
+      block32<simd::Q5_0Unpack>,
+      block32<simd::Q5_1Unpack>,
       kgemm<simd::K16Gemm<simd::Q2KUnpack>,
             simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q2KUnpack>>>,
       kgemm<simd::K16Gemm<simd::Q3KUnpack>,
             simd::tile_rows<simd::K16Kernel<Avx2Dot, simd::Q3KUnpack>>>,
       kgemm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<Avx2Dot, BlockQ5_K>>>,
-      simd::tile_rows<simd::Block32Kernel<Avx2Dot, simd::IQ4NLUnpack>>,
+      block32<simd::IQ4NLUnpack>,
       simd::tile_rows<simd::IQ4XSKernel<Avx2Dot>>,  // no GEMM: its u8 form saturates vpmaddubsw
       act_quantize_row32_avx2,
       act_quantize_row_k_avx2,

@@ -19,21 +19,9 @@
 namespace tally::cpu {
 namespace {
 
+using test::expect_paths_equal_scalar;
 using test::make_acts;
 using test::make_weights;
-
-// y of every ISA path this CPU has against the scalar path's, bit for bit.
-void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& x,
-                               int64_t n_tokens, ThreadPool& pool, const std::string& what) {
-  std::vector<float> scalar(n_tokens * w.n_out, NAN);
-  ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w, x.data(), n_tokens, scalar.data(), pool));
-  for (const std::string& path : matmul_path_names()) {
-    std::vector<float> y(n_tokens * w.n_out, NAN);
-    ASSERT_TRUE(matmul_with_path(path, w, x.data(), n_tokens, y.data(), pool));
-    EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-        << what << " on " << path;
-  }
-}
 
 TEST(MatmulGemm, EveryTileShapeGivesScalarBits) {
   ThreadPool pool(2);
