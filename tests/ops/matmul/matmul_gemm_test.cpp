@@ -1,9 +1,10 @@
-// The many-token tiles (the AVX-512 GEMM of Q8_0 / Q4_0, the 512-bit float tile): every shape
-// their loops split differently (row panels of 32, pairs, a lone group or row; token tiles of
-// 6 / 4 and their remainders; token blocks of 32 / 96) gives the scalar kernels' bits, on GGUF
-// rows and on repacked weights, and extreme Q8_0 quants (-128, through the u8 + 128 trick)
-// stay exact. Every path this CPU has is checked by name (plain AVX2 and AVX2 with AVX-VNNI
-// apart); on CPUs without AVX-512 VNNI the AVX-512 code is covered by
+// The many-token tiles (the AVX-512 GEMM of Q8_0 / Q4_0, the 512-bit and 256-bit float GEMMs):
+// every shape their loops split differently (row panels of 32, 8 or 6, pairs, a lone group or
+// row; token tiles of 6 / 4 / 2 and their remainders; token blocks of 32 / 96) gives the
+// scalar kernels' bits, on GGUF rows and on repacked weights; a float token's result does not
+// depend on the batch, its chunks or the threads; and extreme Q8_0 quants (-128, through the
+// u8 + 128 trick) stay exact. Every path this CPU has is checked by name (plain AVX2 and AVX2
+// with AVX-VNNI apart); on CPUs without AVX-512 VNNI the AVX-512 code is covered by
 // tally_matmul_avx512_emulated.
 #include <gtest/gtest.h>
 
@@ -45,6 +46,15 @@ TEST(MatmulGemm, EveryTileShapeGivesScalarBits) {
         if (quant) expect_paths_equal_scalar(packed[0].view(), x, n_tokens, pool, what + " packed");
       }
     }
+  }
+}
+
+TEST(MatmulGemm, FloatTokenResultDoesNotDependOnBatchChunksOrThreads) {
+  // 611 inputs: a tail of 3 past the 8-lane steps; 70 rows: panels, pairs and lone rows.
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const auto w = make_weights(type, 70, 611, 13);
+    test::expect_token_results_independent(w.view, make_acts(27, 611, 14),
+                                           std::string(dtype_name(type)));
   }
 }
 
