@@ -4,10 +4,12 @@
 // replaces vpmaddubsw + vpmaddwd (+ vpaddd) with one instruction and cannot saturate; every
 // loop, layout and float step is the AVX2 path's (matmul_interleaved_simd.h,
 // matmul_simd_quant.h, the K-quant GEMM matmul_gemm_kquant_ymm.h, which here also takes
-// IQ4_XS: vpdpbusd has no int16 pairs to saturate), so every result is its bits. Float
+// IQ4_XS: vpdpbusd has no int16 pairs to saturate, and the 32-block GEMM
+// matmul_gemm_block32_ymm.h), so every result is its bits. Float
 // weights have no integer dot: the AVX2 kernels serve them as they are.
 #include <immintrin.h>
 
+#include "backend/cpu/matmul_gemm_block32_ymm.h"
 #include "backend/cpu/matmul_gemm_kquant_ymm.h"
 #include "backend/cpu/matmul_interleaved_simd.h"
 #include "backend/cpu/matmul_kernels.h"
@@ -32,6 +34,12 @@ using AvxVnniDot = simd::VnniDot<VexDpbusd>;
 template <class G, MatmulTileFn narrow>
 constexpr MatmulTileFn kgemm = simd::tile_kgemm_ymm<G, AvxVnniDot, narrow>;
 
+// The 32-block types with per-row kernels: the GEMM from 8 tokens, those kernels below.
+template <class Unpack>
+constexpr MatmulTileFn block32 =
+    simd::tile_b32gemm_ymm<Unpack, AvxVnniDot,
+                           simd::tile_rows<simd::Block32Kernel<AvxVnniDot, Unpack>>>;
+
 }  // namespace
 
 const MatmulKernels& matmul_kernels_avx2_vnni() {
@@ -44,15 +52,15 @@ const MatmulKernels& matmul_kernels_avx2_vnni() {
       simd::tile_interleaved<AvxVnniDot, simd::Q4_0x8>,
       kgemm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<AvxVnniDot>>>,
       kgemm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<AvxVnniDot>>>,
-      simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::Q4_1Unpack>>,
-      simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::Q5_0Unpack>>,
-      simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::Q5_1Unpack>>,
+      block32<simd::Q4_1Unpack>,
+      block32<simd::Q5_0Unpack>,
+      block32<simd::Q5_1Unpack>,
       kgemm<simd::K16Gemm<simd::Q2KUnpack>,
             simd::tile_rows<simd::K16Kernel<AvxVnniDot, simd::Q2KUnpack>>>,
       kgemm<simd::K16Gemm<simd::Q3KUnpack>,
             simd::tile_rows<simd::K16Kernel<AvxVnniDot, simd::Q3KUnpack>>>,
       kgemm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<AvxVnniDot, BlockQ5_K>>>,
-      simd::tile_rows<simd::Block32Kernel<AvxVnniDot, simd::IQ4NLUnpack>>,
+      block32<simd::IQ4NLUnpack>,
       kgemm<simd::IQ4XSGemm, simd::tile_rows<simd::IQ4XSKernel<AvxVnniDot>>>,
       matmul_kernels_avx2().act32,
       matmul_kernels_avx2().act_k,

@@ -9,13 +9,13 @@
 // in the same order, so the same bits.
 //
 // Register tile: kFloatPairs row pairs (8 rows) x kFloatTokens tokens = 16 accumulators; the
-// row pairs are loaded and widened to f32 once per 8 elements for the 4 tokens.
+// row pairs are loaded and widened to f32 once per 8 elements for the 4 tokens. The blocking
+// around it is matmul_float_gemm.h's, shared with the 256-bit GEMM.
 #pragma once
 
 #include <immintrin.h>
 
-#include <algorithm>
-
+#include "backend/cpu/matmul_float_gemm.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "tensor/half.h"
 
@@ -111,40 +111,25 @@ void float_pairs(const uint8_t* const* rows, const float* x, int64_t n, float* y
   }
 }
 
-// Tokens [t0, t_end) against the 2P rows from o.
-template <class Load, int P>
-void float_pairs_tokens(const MatmulTile& tile, int64_t o, int64_t t0, int64_t t_end) {
-  const WeightMatrix& w = *tile.w;
-  const uint8_t* rows[2 * P];
-  for (int r = 0; r < 2 * P; ++r) rows[r] = w.data + (o + r) * w.row_bytes;
-  const float* x = tile.acts->x;
-  float* y = tile.y + o;
-  int64_t t = t0;
-  for (; t + kFloatTokens <= t_end; t += kFloatTokens)
-    float_pairs<Load, P, kFloatTokens>(rows, x + t * w.n_in, w.n_in, y + t * w.n_out, w.n_out);
-  for (; t < t_end; ++t) float_pairs<Load, P, 1>(rows, x + t * w.n_in, w.n_in, y + t * w.n_out, w.n_out);
-}
+// The register tile for tile_float_gemm (matmul_float_gemm.h): row pairs, 4 pairs x 4 tokens.
+template <class Load>
+struct FloatZmm {
+  static constexpr int kPanelRows = 2 * kFloatPairs;
+  static constexpr int kStepRows = 2;  // one pair; a last odd row takes the 256-bit kernel
+  static constexpr int kTokens = kFloatTokens;
+  static constexpr int64_t kTokenBlock = kFloatTokenBlock;
+  template <int Rows, int T>
+  static void block(const uint8_t* const* rows, const float* x, int64_t n, float* y,
+                    int64_t n_out) {
+    float_pairs<Load, Rows / 2, T>(rows, x, n, y, n_out);
+  }
+};
 
 // Several tokens: the tile's rows in panels of 2 * kFloatPairs, then pairs; a last odd row
 // and a lone token take the 256-bit kernel `narrow` (same bits).
 template <class Load>
 void tile_float_zmm(const MatmulTile& tile, MatmulTileFn narrow) {
-  const int64_t n_tokens = tile.acts->n_tokens;
-  if (n_tokens < 2) return narrow(tile);
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kFloatTokenBlock) {
-    const int64_t t_end = std::min(t0 + kFloatTokenBlock, n_tokens);
-    int64_t o = tile.row_begin;
-    for (; o + 2 * kFloatPairs <= tile.row_end; o += 2 * kFloatPairs)
-      float_pairs_tokens<Load, kFloatPairs>(tile, o, t0, t_end);
-    for (; o + 2 <= tile.row_end; o += 2) float_pairs_tokens<Load, 1>(tile, o, t0, t_end);
-    if (o < tile.row_end) {
-      // The last row for these tokens: a tile of one row whose y starts at token t0.
-      MatmulActs sub = *tile.acts;
-      sub.x += t0 * tile.w->n_in;
-      sub.n_tokens = t_end - t0;
-      narrow(MatmulTile{tile.w, &sub, o, tile.row_end, tile.y + t0 * tile.w->n_out});
-    }
-  }
+  tile_float_gemm<FloatZmm<Load>>(tile, narrow);
 }
 
 }  // namespace

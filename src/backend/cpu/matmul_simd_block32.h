@@ -47,12 +47,13 @@ namespace {
 }
 
 // An Unpack gives a block's 32 weights before scaling (`quants`, in element order), whether
-// they are signed int8 (kSigned; else unsigned bytes), whether the block has a min (m) and
-// the offset its weights subtract (weights q - kOffset).
+// they are signed int8 (kSigned; else unsigned bytes), whether the block has a min (m), the
+// offset its weights subtract (weights q - kOffset) and the largest |quant| (kMaxQuant: how
+// many vpmaddubsw steps an int16 sum can take, matmul_gemm_block32_ymm.h).
 struct Q4_1Unpack {
   using Block = BlockQ4_1;
   static constexpr bool kHasMin = true, kSigned = false;
-  static constexpr int kOffset = 0;
+  static constexpr int kOffset = 0, kMaxQuant = 15;
   [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
     return block32_nibbles(b.qs);
   }
@@ -60,7 +61,7 @@ struct Q4_1Unpack {
 struct Q5_0Unpack {
   using Block = BlockQ5_0;
   static constexpr bool kHasMin = false, kSigned = false;
-  static constexpr int kOffset = 16;
+  static constexpr int kOffset = 16, kMaxQuant = 31;
   [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
     return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
   }
@@ -68,7 +69,7 @@ struct Q5_0Unpack {
 struct Q5_1Unpack {
   using Block = BlockQ5_1;
   static constexpr bool kHasMin = true, kSigned = false;
-  static constexpr int kOffset = 0;
+  static constexpr int kOffset = 0, kMaxQuant = 31;
   [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
     return _mm256_or_si256(block32_nibbles(b.qs), block32_high_bits(b.qh));
   }

@@ -28,7 +28,7 @@ namespace {
 struct IQ4NLUnpack {
   using Block = BlockIQ4_NL;
   static constexpr bool kHasMin = false, kSigned = true;
-  static constexpr int kOffset = 0;
+  static constexpr int kOffset = 0, kMaxQuant = 127;  // |grid value|
   [[gnu::always_inline]] static inline __m256i quants(const Block& b) {
     return iq4_grid(block32_nibbles(b.qs));
   }

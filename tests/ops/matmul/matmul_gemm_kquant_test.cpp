@@ -1,7 +1,8 @@
 // The many-token GEMMs over 16-row unpacked groups (matmul_gemm_kquant_pack.h): the
 // super-block types (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) on AVX-512 VNNI
 // (matmul_gemm_kquant_zmm.h), AVX2 and AVX2 + AVX-VNNI (matmul_gemm_kquant_ymm.h), and the
-// 32-block types Q4_1, Q5_0, Q5_1, IQ4_NL on AVX-512 VNNI (matmul_gemm_block32_zmm.h). Every
+// 32-block types Q4_1, Q5_0, Q5_1, IQ4_NL on the same three (matmul_gemm_block32_zmm.h,
+// matmul_gemm_block32_ymm.h; AVX2's int16 runs of 8 / 4 / 1 chunks and IQ4_NL signed). Every
 // shape their loops split differently (16-row groups and a partial one, token tiles of
 // 8 / 4 / 2 / 1, odd block counts) gives the scalar kernels' bits on every path this CPU has,
 // by name; a token's result does not depend on the batch, its chunking or the thread count
@@ -24,6 +25,7 @@
 namespace tally::cpu {
 namespace {
 
+using test::expect_paths_equal_scalar;
 using test::make_acts;
 using test::make_weights;
 
@@ -36,19 +38,6 @@ bool is_block32(DType type) { return dtype_info(type).block_size == 32; }
 std::string label(DType type, int64_t n_in, int64_t n_out, int64_t n_tokens) {
   return std::string(dtype_name(type)) + " n_in=" + std::to_string(n_in) +
          " n_out=" + std::to_string(n_out) + " tokens=" + std::to_string(n_tokens);
-}
-
-// y of every ISA path this CPU has against the scalar path's, bit for bit.
-void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& x,
-                               int64_t n_tokens, ThreadPool& pool, const std::string& what) {
-  std::vector<float> scalar(n_tokens * w.n_out, NAN);
-  ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w, x.data(), n_tokens, scalar.data(), pool));
-  for (const std::string& path : matmul_path_names()) {
-    std::vector<float> y(n_tokens * w.n_out, NAN);
-    ASSERT_TRUE(matmul_with_path(path, w, x.data(), n_tokens, y.data(), pool));
-    EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-        << what << " on " << path;
-  }
 }
 
 TEST(MatmulGemmKQuant, EveryTileShapeGivesScalarBits) {
@@ -73,32 +62,10 @@ TEST(MatmulGemmKQuant, EveryTileShapeGivesScalarBits) {
 }
 
 TEST(MatmulGemmKQuant, TokenResultDoesNotDependOnBatchChunksOrThreads) {
-  const int64_t n_in = 1536, n_out = 70, n_tokens = 27;
-  ThreadPool one(1);
   for (DType type : kTypes) {
-    const auto w = make_weights(type, n_out, n_in, 7);
-    const auto x = make_acts(n_tokens, n_in, 8);
-    for (const std::string& path : matmul_path_names()) {
-      const std::string what = std::string(dtype_name(type)) + " on " + path;
-      // Each token alone (the per-row kernels), one thread.
-      std::vector<float> alone(n_tokens * n_out);
-      for (int64_t t = 0; t < n_tokens; ++t)
-        matmul_with_path(path, w.view, x.data() + t * n_in, 1, alone.data() + t * n_out, one);
-      for (int threads : {1, 2, 3}) {
-        ThreadPool pool(threads);
-        std::vector<float> batched(n_tokens * n_out);
-        matmul_with_path(path, w.view, x.data(), n_tokens, batched.data(), pool);
-        EXPECT_EQ(0, std::memcmp(batched.data(), alone.data(), batched.size() * sizeof(float)))
-            << what << " whole batch, threads=" << threads;
-        // Chunked as a prefill would be: 9 + 12 + 6 tokens (each through the GEMM or not).
-        std::vector<float> chunked(n_tokens * n_out);
-        for (const auto& [t0, n] : {std::pair<int64_t, int64_t>{0, 9}, {9, 12}, {21, 6}})
-          matmul_with_path(path, w.view, x.data() + t0 * n_in, n, chunked.data() + t0 * n_out,
-                           pool);
-        EXPECT_EQ(0, std::memcmp(chunked.data(), alone.data(), chunked.size() * sizeof(float)))
-            << what << " chunked, threads=" << threads;
-      }
-    }
+    const auto w = make_weights(type, 70, 1536, 7);
+    test::expect_token_results_independent(w.view, make_acts(27, 1536, 8),
+                                           std::string(dtype_name(type)));
   }
 }
 

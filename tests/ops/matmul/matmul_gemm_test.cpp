@@ -1,9 +1,10 @@
-// The many-token tiles (the AVX-512 GEMM of Q8_0 / Q4_0, the 512-bit float tile): every shape
-// their loops split differently (row panels of 32, pairs, a lone group or row; token tiles of
-// 6 / 4 and their remainders; token blocks of 32 / 96) gives the scalar kernels' bits, on GGUF
-// rows and on repacked weights, and extreme Q8_0 quants (-128, through the u8 + 128 trick)
-// stay exact. Every path this CPU has is checked by name (plain AVX2 and AVX2 with AVX-VNNI
-// apart); on CPUs without AVX-512 VNNI the AVX-512 code is covered by
+// The many-token tiles (the AVX-512 GEMM of Q8_0 / Q4_0, the 512-bit and 256-bit float GEMMs):
+// every shape their loops split differently (row panels of 32, 8 or 6, pairs, a lone group or
+// row; token tiles of 6 / 4 / 2 and their remainders; token blocks of 32 / 96) gives the
+// scalar kernels' bits, on GGUF rows and on repacked weights; a float token's result does not
+// depend on the batch, its chunks or the threads; and extreme Q8_0 quants (-128, through the
+// u8 + 128 trick) stay exact. Every path this CPU has is checked by name (plain AVX2 and AVX2
+// with AVX-VNNI apart); on CPUs without AVX-512 VNNI the AVX-512 code is covered by
 // tally_matmul_avx512_emulated.
 #include <gtest/gtest.h>
 
@@ -19,21 +20,9 @@
 namespace tally::cpu {
 namespace {
 
+using test::expect_paths_equal_scalar;
 using test::make_acts;
 using test::make_weights;
-
-// y of every ISA path this CPU has against the scalar path's, bit for bit.
-void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& x,
-                               int64_t n_tokens, ThreadPool& pool, const std::string& what) {
-  std::vector<float> scalar(n_tokens * w.n_out, NAN);
-  ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w, x.data(), n_tokens, scalar.data(), pool));
-  for (const std::string& path : matmul_path_names()) {
-    std::vector<float> y(n_tokens * w.n_out, NAN);
-    ASSERT_TRUE(matmul_with_path(path, w, x.data(), n_tokens, y.data(), pool));
-    EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
-        << what << " on " << path;
-  }
-}
 
 TEST(MatmulGemm, EveryTileShapeGivesScalarBits) {
   ThreadPool pool(2);
@@ -57,6 +46,15 @@ TEST(MatmulGemm, EveryTileShapeGivesScalarBits) {
         if (quant) expect_paths_equal_scalar(packed[0].view(), x, n_tokens, pool, what + " packed");
       }
     }
+  }
+}
+
+TEST(MatmulGemm, FloatTokenResultDoesNotDependOnBatchChunksOrThreads) {
+  // 611 inputs: a tail of 3 past the 8-lane steps; 70 rows: panels, pairs and lone rows.
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const auto w = make_weights(type, 70, 611, 13);
+    test::expect_token_results_independent(w.view, make_acts(27, 611, 14),
+                                           std::string(dtype_name(type)));
   }
 }
 

@@ -1,10 +1,15 @@
-// Random weight matrices of any computable type and activations, plus the error bound a
-// matmul result must meet against matmul_reference.
+// Random weight matrices of any computable type and activations, the error bound a matmul
+// result must meet against matmul_reference, and the bit-identity checks every path must pass.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
@@ -125,6 +130,48 @@ inline std::vector<double> rounding_bounds(const WeightMatrix& w, const float* x
     }
   }
   return bounds;
+}
+
+// y of every ISA path this CPU has against the scalar path's, bit for bit.
+inline void expect_paths_equal_scalar(const WeightMatrix& w, const std::vector<float>& x,
+                                      int64_t n_tokens, ThreadPool& pool,
+                                      const std::string& what) {
+  std::vector<float> scalar(n_tokens * w.n_out, NAN);
+  ASSERT_TRUE(matmul_with_isa(IsaLevel::kScalar, w, x.data(), n_tokens, scalar.data(), pool));
+  for (const std::string& path : matmul_path_names()) {
+    std::vector<float> y(n_tokens * w.n_out, NAN);
+    ASSERT_TRUE(matmul_with_path(path, w, x.data(), n_tokens, y.data(), pool));
+    EXPECT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)))
+        << what << " on " << path;
+  }
+}
+
+// On every path this CPU has: each of the 27 tokens of x gives the same bits alone (one
+// token: decode's kernels), in the whole batch (many: the GEMMs) and in chunks of 9 + 12 + 6
+// tokens as a prefill would be cut, at 1, 2 and 3 threads.
+inline void expect_token_results_independent(const WeightMatrix& w, const std::vector<float>& x,
+                                             const std::string& what) {
+  const int64_t n_in = w.n_in, n_out = w.n_out, n_tokens = 27;
+  ASSERT_EQ(static_cast<int64_t>(x.size()), n_tokens * n_in);
+  ThreadPool one(1);
+  for (const std::string& path : matmul_path_names()) {
+    const std::string on = what + " on " + path;
+    std::vector<float> alone(n_tokens * n_out);
+    for (int64_t t = 0; t < n_tokens; ++t)
+      matmul_with_path(path, w, x.data() + t * n_in, 1, alone.data() + t * n_out, one);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> batched(n_tokens * n_out);
+      matmul_with_path(path, w, x.data(), n_tokens, batched.data(), pool);
+      EXPECT_EQ(0, std::memcmp(batched.data(), alone.data(), batched.size() * sizeof(float)))
+          << on << " whole batch, threads=" << threads;
+      std::vector<float> chunked(n_tokens * n_out);
+      for (const auto& [t0, n] : {std::pair<int64_t, int64_t>{0, 9}, {9, 12}, {21, 6}})
+        matmul_with_path(path, w, x.data() + t0 * n_in, n, chunked.data() + t0 * n_out, pool);
+      EXPECT_EQ(0, std::memcmp(chunked.data(), alone.data(), chunked.size() * sizeof(float)))
+          << on << " chunked, threads=" << threads;
+    }
+  }
 }
 
 }  // namespace tally::cpu::test
