@@ -91,8 +91,10 @@ struct AttentionTile {
   // Positions per score_rows call: its K rows widened, and the partial sums of kW / lanes
   // passes, stay in L1.
   static constexpr int64_t kScoreRows = 8;
-  // Vector registers score_rows may hold queries and chains in (of 32 zmm / 16 ymm).
-  static constexpr int kScoreRegs = kW == 16 ? 24 : 12;
+  // Vector registers score_rows may hold queries and chains in (of 32 zmm). Not on AVX2:
+  // without an fma that broadcasts from memory, and with 16 registers, the broadcasts cost
+  // more than the shuffles they save (measured: the 2048-token kernel 1.2-1.4x slower).
+  static constexpr int kScoreRegs = kW == 16 ? 24 : 0;
   // How many lanes of the per-token dot one pass of score_rows takes, for head_dim = M * kW:
   // the most (a power of two) whose M query vectors each, and two chains each, fit kScoreRegs.
   static constexpr int score_lanes_per_pass(int m) {
