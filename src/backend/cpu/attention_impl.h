@@ -153,6 +153,24 @@ inline void attention_chunk_offsets(BlockTableView table, int64_t bs, int64_t c0
   }
 }
 
+// What the scores are divided by: score_divisor, or sqrt(head_dim).
+inline float attention_score_divisor(const AttentionArgs& a) {
+  return a.score_divisor > 0.0f ? a.score_divisor : __builtin_sqrtf(static_cast<float>(a.head_dim));
+}
+
+// s[i] /= divisor for i < n. A power-of-two divisor (sqrt(64) = 8, sqrt(256) = 16) becomes a
+// product with its reciprocal, which is exact: the same correctly rounded quotient, without
+// a vector division's cost for every position (the compiler vectorizes either loop).
+inline void attention_divide_scores(float* s, int64_t n, float divisor) {
+  int exponent = 0;
+  if (__builtin_frexpf(divisor, &exponent) == 0.5f) {
+    const float reciprocal = 1.0f / divisor;
+    for (int64_t i = 0; i < n; ++i) s[i] *= reciprocal;
+  } else {
+    for (int64_t i = 0; i < n; ++i) s[i] /= divisor;
+  }
+}
+
 // Query heads [g0, g0 + ng) of KV head kvh for token t.
 template <class K, class EK, class EV>
 void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
@@ -164,7 +182,7 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
   const BlockTableView table = a.block_tables[a.seq_index[t]];
   const int64_t bs = a.kv.block_size;
   const int64_t slot_stride = a.n_kv_heads * hd;
-  const float divisor = a.score_divisor > 0.0f ? a.score_divisor : __builtin_sqrtf(static_cast<float>(hd));
+  const float divisor = attention_score_divisor(a);
   const float* q = a.q + (t * a.n_heads + kvh * n_rep + g0) * hd;  // [ng][hd]
   float* out = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd;    // [ng][hd]
   const void* k_layer = a.kv.k;
@@ -201,8 +219,7 @@ void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t 
         for (int64_t g = 0; g < ng; ++g) s[g][p] = dots[g];
       }
     }
-    for (int64_t g = 0; g < ng; ++g)  // a separate pass: the compiler turns it into vector divides
-      for (int64_t p = 0; p < nc; ++p) s[g][p] /= divisor;
+    for (int64_t g = 0; g < ng; ++g) attention_divide_scores(s[g], nc, divisor);
     if (a.softcap > 0.0f)  // libm's tanhf on every ISA path: the same bits
       for (int64_t g = 0; g < ng; ++g)
         for (int64_t p = 0; p < nc; ++p) s[g][p] = a.softcap * __builtin_tanhf(s[g][p] / a.softcap);

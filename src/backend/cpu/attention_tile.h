@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cpu/attention_simd.h"
 
@@ -30,6 +31,8 @@ struct AttentionTile {
   static constexpr int kW = S::kWidth;
   using V = typename S::V;
   using Kern = SimdKernels<S>;
+  // The widest head with_dims_per_lane takes, in floats.
+  static constexpr int64_t kMaxScoreDims = 16 * kW;
 
   // The (token, head) pair of each lane. Lanes from n_used on are idle: they compute on lane
   // 0's query and their results are never read.
@@ -45,15 +48,26 @@ struct AttentionTile {
     int64_t full;    // rows [0, full) are valid for every used lane
   };
 
-  // s[p][lane] = q_lane . k_p / divisor (soft-capped), as scores_n computes each.
+  // s[p][lane] = q_lane . k_p / divisor (soft-capped), as scores_n computes each. qt: the
+  // lanes' queries transposed (null where score_rows does not apply).
   template <class EK, class EV>
   static void scores(const AttentionArgs& a, const Lanes& ln, const Chunk& c, const int64_t* offset,
-                     float* s) {
+                     const float* qt, float* s) {
     const int64_t hd = a.head_dim;
     constexpr int64_t kAhead = kAttentionPrefetchAhead;
     for (int64_t p = 0; p < c.nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(a.kv.k, offset[p]), hd);
     if (ln.n_used <= kW / 2) {
       scores_pairs<EK, EV>(a, ln, c, offset, s);
+    } else if (qt != nullptr) {
+      with_dims_per_lane(hd / kW, [&]<int M>() {
+        for (int64_t p0 = 0; p0 < c.nc; p0 += kScoreRows) {
+          const int64_t nb = c.nc - p0 < kScoreRows ? c.nc - p0 : kScoreRows;
+          for (int64_t p = p0 + kAhead; p < p0 + kAhead + nb && p < c.nc; ++p)
+            prefetch_row<EK>(EK::row(a.kv.k, offset[p]), hd);
+          for (int64_t p = p0; p < p0 + nb; ++p) prefetch_row<EV>(EV::row(a.kv.v, offset[p]), hd);
+          score_rows<EK, M>(a.kv.k, offset + p0, nb, qt, s + p0 * kW);
+        }
+      });
     } else {
       for (int64_t p = 0; p < c.nc; ++p) {
         if (p + kAhead < c.nc) prefetch_row<EK>(EK::row(a.kv.k, offset[p + kAhead]), hd);
@@ -69,11 +83,113 @@ struct AttentionTile {
         S::store(s + p * kW, S::hsum_lanes(acc));
       }
     }
-    const float divisor =
-        a.score_divisor > 0.0f ? a.score_divisor : __builtin_sqrtf(static_cast<float>(hd));
-    for (int64_t e = 0; e < c.nc * kW; ++e) s[e] /= divisor;
+    attention_divide_scores(s, c.nc * kW, attention_score_divisor(a));
     if (a.softcap > 0.0f)
       for (int64_t e = 0; e < c.nc * kW; ++e) s[e] = a.softcap * __builtin_tanhf(s[e] / a.softcap);
+  }
+
+  // Positions per score_rows call: its K rows widened, and the partial sums of kW / lanes
+  // passes, stay in L1.
+  static constexpr int64_t kScoreRows = 8;
+  // Vector registers score_rows may hold queries and chains in (of 32 zmm). Not on AVX2:
+  // without an fma that broadcasts from memory, and with 16 registers, the broadcasts cost
+  // more than the shuffles they save (measured: the 2048-token kernel 1.2-1.4x slower).
+  static constexpr int kScoreRegs = kW == 16 ? 24 : 0;
+  // How many lanes of the per-token dot one pass of score_rows takes, for head_dim = M * kW:
+  // the most (a power of two) whose M query vectors each, and two chains each, fit kScoreRegs.
+  static constexpr int score_lanes_per_pass(int m) {
+    int g = kW;
+    while (g > 1 && g * (m + 2) > kScoreRegs) g /= 2;
+    return g;
+  }
+  // f.template operator()<M>() for head_dim = m * kW where score_rows has registers for it;
+  // false (and no call) elsewhere.
+  template <class F>
+  static bool with_dims_per_lane(int64_t m, F&& f) {
+    switch (m) {
+      case 1: return call_if_fits<1>(f);
+      case 2: return call_if_fits<2>(f);
+      case 4: return call_if_fits<4>(f);
+      case 6: return call_if_fits<6>(f);
+      case 8: return call_if_fits<8>(f);
+      case 16: return call_if_fits<16>(f);
+      default: return false;
+    }
+  }
+  template <int M, class F>
+  static bool call_if_fits(F& f) {
+    if constexpr (M + 2 <= kScoreRegs) {
+      f.template operator()<M>();
+      return true;
+    } else {
+      return false;
+    }
+  }
+
+  // x[0] = the halving tree of x[0..n) (n a power of two): x[j] + x[j + n/2], then again on
+  // the lower half, ...: S::hsum's order over the lanes of one vector.
+  static void halving_tree(V* x, int n) {
+    for (int w = n / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) x[j] = S::add(x[j], x[j + w]);
+  }
+
+  // s[b][lane] = q_lane . k_b for the nb (<= kScoreRows) K rows at offset[b], head_dim M * kW,
+  // qt[d][lane] the lanes' queries transposed. The per-token kernel's arithmetic (scores_n)
+  // with the roles turned: there lane j of a query's vectors is an fma chain over the dims j,
+  // j + kW, ... and S::hsum then folds the kW lanes by a halving tree; here chain j of all
+  // the tile's lanes at once is one vector of fmas (the query dims from qt, K's value
+  // broadcast), and the tree adds whole vectors: the same products, sums and order for every
+  // lane, and no shuffles. A pass takes kG of the chains (j = g, g + kW / kG, ...: the tree's
+  // first levels pair them) with their queries in registers, for every row of the block.
+  template <class EK, int M>
+  static void score_rows(const void* k_layer, const int64_t* offset, int64_t nb, const float* qt, float* s) {
+    constexpr int64_t hd = int64_t{M} * kW;
+    constexpr int kG = score_lanes_per_pass(M);
+    constexpr int kPasses = kW / kG;
+    alignas(64) float wide[kScoreRows][hd];  // K rows widened to f32
+    const float* k[kScoreRows];  // kScoreRows is even
+    for (int64_t b = 0; b < nb; ++b) {
+      const typename EK::Row row = EK::row(k_layer, offset[b]);
+      if constexpr (std::is_same_v<EK, KvF32>) {
+        k[b] = row;
+      } else {
+        for (int64_t i = 0; i < hd; i += kW) S::store(wide[b] + i, Kern::template load_kv<EK>(row, i));
+        k[b] = wide[b];
+      }
+    }
+    if (nb % 2 != 0) k[nb] = k[nb - 1];  // rows go in pairs: an odd block's last is repeated
+    V part[kPasses][kScoreRows];
+#pragma GCC unroll 16
+    for (int g = 0; g < kPasses; ++g) {
+      V qv[kG][M];
+      for (int t = 0; t < kG; ++t)
+        for (int m = 0; m < M; ++m) qv[t][m] = S::load(qt + (g + kPasses * t + kW * m) * kW);
+      // Two rows at a time: twice the independent fma chains to cover their latency.
+      for (int64_t b = 0; b < nb; b += 2) {
+        V x[2][kG];
+#pragma GCC unroll 16
+        for (int t = 0; t < kG; ++t) {
+          x[0][t] = S::zero();
+          x[1][t] = S::zero();
+#pragma GCC unroll 16
+          for (int m = 0; m < M; ++m) {
+            const int64_t d = g + kPasses * t + kW * m;
+            x[0][t] = S::fmadd(qv[t][m], S::set1(k[b][d]), x[0][t]);
+            x[1][t] = S::fmadd(qv[t][m], S::set1(k[b + 1][d]), x[1][t]);
+          }
+        }
+        halving_tree(x[0], kG);
+        halving_tree(x[1], kG);
+        part[g][b] = x[0][0];
+        part[g][b + 1] = x[1][0];
+      }
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      V y[kPasses];
+      for (int g = 0; g < kPasses; ++g) y[g] = part[g][b];
+      halving_tree(y, kPasses);
+      S::store(s + b * kW, y[0]);
+    }
   }
 
   // scores' products when at most half the lanes are used (a decode token's GQA group of 8 on
@@ -147,16 +263,21 @@ struct AttentionTile {
 
   // out[lane] += w[p][lane] * v_p over rows [p0, p1) in order, for lanes [0, NL); kGuarded
   // issues the fma only for used lanes whose context holds the position. (Unguarded, idle
-  // lanes accumulate too: they are never stored.)
+  // lanes accumulate too: they are never stored.) The sums run in a local copy of acc: through
+  // the pointer GCC stored every accumulator back after each position, which made the loop
+  // store-bound (16 stores per 16 fmas).
   template <class EV, bool kGuarded, int NL>
   static void weighted_rows(const AttentionArgs& a, const Lanes& ln, int64_t c0, int64_t p0, int64_t p1,
                             const int64_t* offset, const float* w, int64_t i, V* acc) {
+    V r[NL];
+    for (int L = 0; L < NL; ++L) r[L] = acc[L];
     for (int64_t p = p0; p < p1; ++p) {
       const V vv = Kern::template load_kv<EV>(EV::row(a.kv.v, offset[p]), i);
 #pragma GCC unroll 16
       for (int L = 0; L < NL; ++L)
-        if (!kGuarded || c0 + p < ln.n_ctx[L]) acc[L] = S::fmadd(S::set1(w[p * kW + L]), vv, acc[L]);
+        if (!kGuarded || c0 + p < ln.n_ctx[L]) r[L] = S::fmadd(S::set1(w[p * kW + L]), vv, r[L]);
     }
+    for (int L = 0; L < NL; ++L) acc[L] = r[L];
   }
 
   template <class EV>
@@ -197,11 +318,17 @@ struct AttentionTile {
       max_ctx = ln.n_ctx[L] > max_ctx ? ln.n_ctx[L] : max_ctx;
       min_ctx = ln.n_ctx[L] < min_ctx ? ln.n_ctx[L] : min_ctx;
     }
+    // The lanes' queries transposed, [hd][kW], for score_rows.
+    alignas(64) float qt[kMaxScoreDims * kW];
+    const bool by_rows = ln.n_used > kW / 2 && with_dims_per_lane(hd / kW, []<int>() {});
+    if (by_rows)
+      for (int64_t d = 0; d < hd; ++d)
+        for (int L = 0; L < kW; ++L) qt[d * kW + L] = ln.q[L][d];
     for (int64_t c0 = 0; c0 < max_ctx; c0 += kAttentionChunk) {
       Chunk c{c0, max_ctx - c0 < kAttentionChunk ? max_ctx - c0 : kAttentionChunk, 0};
       c.full = min_ctx - c0 < 0 ? 0 : (min_ctx - c0 < c.nc ? min_ctx - c0 : c.nc);
       attention_chunk_offsets(table, bs, c0, c.nc, slot_stride, kvh * hd, offset);
-      scores<EK, EV>(a, ln, c, offset, s);
+      scores<EK, EV>(a, ln, c, offset, by_rows ? qt : nullptr, s);
       softmax_update(ln, c, hd, s, m, l);
       weighted_sum<EV>(a, ln, c, offset, s);
     }

@@ -402,11 +402,14 @@ TEST(Attention, WindowScaleAndSoftcapMatchReference) {
 // The tiled kernel (several tokens of a sequence sharing each K/V load) gives every token
 // exactly the per-token kernel's bits: tiles of the path's size and of the whole batch, a
 // prefill run crossing a chunk edge, tokens far apart in one tile (contexts ending in
-// different chunks), tiles crossing sequences, GQA groups of 1 to 10 heads, K/V types alike
-// and mixed, a window (tokens past it take the per-token kernel) and a soft-cap.
+// different chunks), tiles crossing sequences, GQA groups of 1 to 10 heads, heads of 16 to
+// 256 values (every split of a dot's lanes into the transposed scores' passes, and sizes that
+// keep the shuffled lane sums), K/V types alike and mixed, a window (tokens past it take the
+// per-token kernel) and a soft-cap.
 TEST(Attention, TiledTasksGiveThePerTokenBits) {
-  const Shape shapes[] = {{32, 4, 64}, {16, 2, 32}, {20, 2, 32}, {12, 2, 16},
-                          {4, 4, 64},  {6, 2, 128}, {3, 1, 33}};
+  const Shape shapes[] = {{32, 4, 64}, {16, 2, 32}, {20, 2, 32}, {12, 2, 16}, {4, 4, 64},
+                          {6, 2, 128}, {3, 1, 33},  {16, 4, 64}, {8, 1, 96},  {16, 2, 128},
+                          {8, 1, 256}};
   std::vector<int32_t> seq, pos;
   for (int32_t p = 100; p < 141; ++p) {
     seq.push_back(0);
