@@ -3,7 +3,8 @@
 // implements the AVX-512 intrinsics portably. SIMDe 0.7.4 lacks the eight conversions below;
 // they are spelled here with SIMDe's own F16C and AVX2 ones, or as the loops the instructions
 // define. Row stores must give the scalar bits; attention must match the double reference and
-// give, on a 16-bit cache, the bits of the f32 path over the widened values. (The real
+// give, on a 16-bit cache, the bits of the f32 path over the widened values, and over q8_0 /
+// q4_0 K (int8 scores) the bits of the host's AVX2 path. (The real
 // instructions are checked by tests/ops/attention on CPUs that have them.) Built with AVX2, F16C
 // and FMA, like matmul_avx512_emulated.cpp: SIMDe then uses them natively.
 #include <immintrin.h>  // first, so SIMDe's aliases below only rename later uses
@@ -80,11 +81,13 @@ inline simde__m512 cvtepi32_ps(simde__m512i v) {  // exact for the small integer
 #define _mm512_shuffle_f32x4(a, b, imm) simde_mm512_shuffle_f32x4(a, b, imm)
 
 #define attention_task_avx512 attention_task_avx512_emulated
+#define attention_token_task_avx512 attention_token_task_avx512_emulated
 #define attention_tile_avx512 attention_tile_avx512_emulated
 #define kv_row_store_avx512 kv_row_store_avx512_emulated
 #include "backend/cpu/attention_avx512.cpp"
 #include "backend/cpu/kv_row_avx512.cpp"
 #undef attention_task_avx512
+#undef attention_token_task_avx512
 #undef attention_tile_avx512
 #undef kv_row_store_avx512
 
@@ -213,14 +216,22 @@ Outcome run(const Case& c, DType dtype, bool widened,
 
 TEST(Avx512Emulated, AttentionMatchesReferenceAndF32Bits) {
   if (!host_ok()) GTEST_SKIP() << "this check is built for AVX2 hosts";
-  for (const Case& c : {Case{8, 4, 8}, Case{6, 2, 128}, Case{20, 2, 19}, Case{3, 1, 33}})
+  // tinyllama's heads (8 per KV head of 64) and stories260K's take the int8 scores for
+  // q8_0/q4_0 K, whole blocks and bytes one at a time.
+  for (const Case& c : {Case{8, 4, 8}, Case{6, 2, 128}, Case{20, 2, 19}, Case{3, 1, 33}, Case{32, 4, 64}})
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
       if (!kv_types_check_shape(dtype, c.n_kv_heads, c.head_dim).ok()) continue;  // q8_0/q4_0: whole blocks
       const Outcome got = run(c, dtype, false, detail::attention_task_avx512_emulated);
       // int8-scored K (q8_0/q4_0, whole 4-value groups) quantizes the query too: neither this
-      // reference nor the f32 bits apply; Attention.Int8ScoresMatchTheirReference checks it
-      // natively on every ISA the host has (not under emulation: a gap on AVX2-only hosts).
-      if (got.int8_scores) continue;
+      // reference nor the f32 bits apply. Its integer sums are exact, and every float step
+      // after them is the AVX2 path's, lane for lane: so the bits of the host's AVX2 path
+      // (checked against its reference by Attention.Int8ScoresMatchTheirReference).
+      if (got.int8_scores) {
+        const Outcome avx2 = run(c, dtype, false, detail::attention_task_avx2);
+        EXPECT_EQ(0, std::memcmp(got.out.data(), avx2.out.data(), got.out.size() * sizeof(float)))
+            << dtype_name(dtype) << " heads " << c.n_heads << "/" << c.n_kv_heads << " head_dim=" << c.head_dim;
+        continue;
+      }
       for (size_t i = 0; i < got.out.size(); ++i)
         ASSERT_NEAR(got.out[i], got.want[i], 2e-5 * (1 + std::fabs(got.want[i])))
             << dtype_name(dtype) << " head_dim=" << c.head_dim << " i=" << i;

@@ -42,7 +42,7 @@ struct ScalarKernels {
           int32_t dot = 0;
           for (int64_t i = sg * qq.seg; i < (sg + 1) * qq.seg; ++i) dot += EK::level(k, i) * qq.q[g][i];
           const float x = static_cast<float>(dot) * EK::scale(k, sg * qq.seg);
-          score = sg == 0 ? x * qq.d[g][sg] : __builtin_fmaf(x, qq.d[g][sg], score);
+          score = sg == 0 ? x * qq.e[g][sg] : __builtin_fmaf(x, qq.e[g][sg], score);
         }
         s[g * kAttentionChunk + p] = score;
       }
@@ -77,14 +77,33 @@ void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int6
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
   TALLY_DCHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
                "KV types {}/{}", dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
-  switch (isa) {
-    case IsaLevel::kAvx512:
-      // The AVX-512 int8 scores need VNNI; the AVX2 ones give the same bits.
-      if (!cpu_features().avx512vnni && attention_int8_scores(args))
-        return detail::attention_task_avx2(args, token, kv_head);
+  // Int8 scores take vpdpbusd where the CPU has it (AVX-512 VNNI, else AVX-VNNI on 256 bits),
+  // else AVX2's vpmaddubsw: the integer sums, so the bits, are the same on all three.
+  if (isa != IsaLevel::kScalar && attention_int8_scores(args)) {
+    if (isa == IsaLevel::kAvx512 && cpu_features().avx512vnni)
       return detail::attention_task_avx512(args, token, kv_head);
+    if (cpu_features().avxvnni) return detail::attention_task_avxvnni(args, token, kv_head);
+    return detail::attention_task_avx2(args, token, kv_head);
+  }
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::attention_task_avx512(args, token, kv_head);
     case IsaLevel::kAvx2: return detail::attention_task_avx2(args, token, kv_head);
     case IsaLevel::kScalar: return attention_task_impl<ScalarKernels>(args, token, kv_head);
+  }
+}
+
+void attention_token_task(IsaLevel isa, const AttentionArgs& args, int64_t token) {
+  TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  if (isa != IsaLevel::kScalar && attention_int8_scores(args)) {  // as attention_task
+    if (isa == IsaLevel::kAvx512 && cpu_features().avx512vnni)
+      return detail::attention_token_task_avx512(args, token);
+    if (cpu_features().avxvnni) return detail::attention_token_task_avxvnni(args, token);
+    return detail::attention_token_task_avx2(args, token);
+  }
+  switch (isa) {
+    case IsaLevel::kAvx512: return detail::attention_token_task_avx512(args, token);
+    case IsaLevel::kAvx2: return detail::attention_token_task_avx2(args, token);
+    case IsaLevel::kScalar: return attention_token_impl<ScalarKernels>(args, token);
   }
 }
 
@@ -148,16 +167,28 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
               "attention: {} KV heads of {} values do not tile {}/{} blocks", args.n_kv_heads,
               args.head_dim, dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
   const IsaLevel isa = cpu_isa_level();
-  // One task per (tile of tokens, KV head): each owns its output rows, so no reduction is
-  // split, and a token's bits do not depend on its tile. Tasks are handed out in groups big
-  // enough to be worth waking a worker for; the grouping cannot change results. KV head
-  // major: a prefill's consecutive tiles read the same head's K/V, which then stays in L2.
   constexpr int64_t kMinFlopsPerGroup = int64_t{1} << 16;
+  int64_t max_ctx = 0;
+  for (int64_t t = 0; t < args.n_tokens; ++t) max_ctx = std::max<int64_t>(max_ctx, args.positions[t] + 1);
+  // Int8-scored K runs token by token: with tokens enough to keep every thread busy, one task
+  // per token takes all its KV heads side by side (attention_token_task), so the heads' rows
+  // that share cache lines are read from memory once. Each task owns its output rows, and
+  // each head's bits are attention_task's.
+  if (attention_int8_scores(args) && args.n_tokens >= 2 * static_cast<int64_t>(pool.n_threads())) {
+    const int64_t flops_per_task = 4 * max_ctx * args.n_heads * args.head_dim;
+    const int64_t grain = std::max<int64_t>(1, kMinFlopsPerGroup / std::max<int64_t>(1, flops_per_task));
+    pool.parallel_for(args.n_tokens, grain, [&](int64_t begin, int64_t end, int) {
+      for (int64_t t = begin; t < end; ++t) attention_token_task(isa, args, t);
+    });
+    return;
+  }
+  // Else one task per (tile of tokens, KV head): each owns its output rows, so no reduction
+  // is split, and a token's bits do not depend on its tile. Tasks are handed out in groups
+  // big enough to be worth waking a worker for; the grouping cannot change results. KV head
+  // major: a prefill's consecutive tiles read the same head's K/V, which then stays in L2.
   const int64_t tile = attention_tile_tokens(isa, args.n_heads / args.n_kv_heads);
   const int64_t n_tiles = (args.n_tokens + tile - 1) / tile;
   const int64_t n_tasks = n_tiles * args.n_kv_heads;
-  int64_t max_ctx = 0;
-  for (int64_t t = 0; t < args.n_tokens; ++t) max_ctx = std::max<int64_t>(max_ctx, args.positions[t] + 1);
   const int64_t flops_per_task = 4 * max_ctx * tile * (args.n_heads / args.n_kv_heads) * args.head_dim;
   const int64_t grain = std::max<int64_t>(1, kMinFlopsPerGroup / std::max<int64_t>(1, flops_per_task));
   pool.parallel_for(n_tasks, grain, [&](int64_t begin, int64_t end, int) {

@@ -19,7 +19,8 @@
 // arithmetic is then exactly the f32 path's: attention over such a cache gives the bits of
 // attention over an f32 cache holding the widened (dequantized) values. Except for the scores
 // against a q8_0 / q4_0 K: those are int8 dots of a quantized query (attention_int8.h), run
-// token by token (not in tiles); the scores are the same bits on every ISA path.
+// token by token (not in tiles), all of a token's KV heads side by side when there are tokens
+// enough for the threads; the scores are the same bits on every ISA path.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +46,9 @@ using tally::PagedKvLayer;
 void attention(const AttentionArgs& args, ThreadPool& pool);
 // One token's query heads of one KV head group, through the given ISA path.
 void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int64_t kv_head);
+// Every KV head group of one token, their chunks side by side where K is int8-scored (the
+// heads' rows of a position share cache lines): each head gets exactly attention_task's bits.
+void attention_token_task(IsaLevel isa, const AttentionArgs& args, int64_t token);
 // Tokens [token_begin, token_begin + n_tokens) of one KV head group: runs of tokens of one
 // sequence go through the SIMD paths' tiled kernel (attention_tile.h: several tokens' heads
 // share every K/V load) where it applies, else token by token. Each token gets exactly the
@@ -55,8 +59,14 @@ void attention_tile_task(IsaLevel isa, const AttentionArgs& args, int64_t token_
 int64_t attention_tile_tokens(IsaLevel isa, int64_t n_rep);
 
 namespace detail {
+void attention_token_task_avx2(const AttentionArgs& args, int64_t token);
+void attention_token_task_avxvnni(const AttentionArgs& args, int64_t token);
+void attention_token_task_avx512(const AttentionArgs& args, int64_t token);
 void attention_task_avx2(const AttentionArgs& args, int64_t token, int64_t kv_head);
 void attention_task_avx512(const AttentionArgs& args, int64_t token, int64_t kv_head);
+// The AVX2 path with AVX-VNNI's vpdpbusd for the int8 scores: only for int8-scored K
+// (attention_int8.h), on CPUs with AVX-VNNI.
+void attention_task_avxvnni(const AttentionArgs& args, int64_t token, int64_t kv_head);
 void attention_tile_avx2(const AttentionArgs& args, int64_t token_begin, int64_t n_tokens,
                          int64_t kv_head);
 void attention_tile_avx512(const AttentionArgs& args, int64_t token_begin, int64_t n_tokens,

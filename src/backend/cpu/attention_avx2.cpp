@@ -9,6 +9,10 @@ void attention_task_avx2(const AttentionArgs& args, int64_t token, int64_t kv_he
   attention_task_impl<SimdKernels<Avx2Half, Int8OpsAvx2>>(args, token, kv_head);
 }
 
+void attention_token_task_avx2(const AttentionArgs& args, int64_t token) {
+  attention_token_impl<SimdKernels<Avx2Half, Int8OpsAvx2>>(args, token);
+}
+
 void attention_tile_avx2(const AttentionArgs& args, int64_t token_begin, int64_t n_tokens,
                          int64_t kv_head) {
   attention_tile_impl<Avx2Half>(args, token_begin, n_tokens, kv_head);

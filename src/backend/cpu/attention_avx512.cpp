@@ -9,6 +9,10 @@ void attention_task_avx512(const AttentionArgs& args, int64_t token, int64_t kv_
   attention_task_impl<SimdKernels<Avx512Half, Int8OpsAvx512>>(args, token, kv_head);
 }
 
+void attention_token_task_avx512(const AttentionArgs& args, int64_t token) {
+  attention_token_impl<SimdKernels<Avx512Half, Int8OpsAvx512>>(args, token);
+}
+
 void attention_tile_avx512(const AttentionArgs& args, int64_t token_begin, int64_t n_tokens,
                            int64_t kv_head) {
   attention_tile_impl<Avx512Half>(args, token_begin, n_tokens, kv_head);

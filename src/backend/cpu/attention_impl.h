@@ -57,6 +57,7 @@ struct KvBlockRow {
 // (attention_int8.h) level() and scale(): one definition of the split serves both.
 template <class B, class T>
 struct KvBlocked {
+  using Block = B;
   using Row = KvBlockRow<B>;
   static Row row(const void* layer, int64_t elem) {
     return {static_cast<const B*>(layer) + elem / kQBlock, elem % kQBlock};
@@ -65,7 +66,8 @@ struct KvBlocked {
   static int64_t bytes(Row r, int64_t hd) {
     return (r.start + hd + kQBlock - 1) / kQBlock * static_cast<int64_t>(sizeof(B));
   }
-  static float scale(Row r, int64_t i) { return f16_to_f32(r.block[(r.start + i) / kQBlock].d); }
+  static uint16_t scale_f16(Row r, int64_t i) { return r.block[(r.start + i) / kQBlock].d; }
+  static float scale(Row r, int64_t i) { return f16_to_f32(scale_f16(r, i)); }
   static float at(Row r, int64_t i) { return static_cast<float>(T::level(r, i)) * scale(r, i); }
 };
 // q8_0: qs[j].
@@ -85,9 +87,11 @@ struct KvQ4_0 : KvBlocked<BlockQ4_0, KvQ4_0> {
   }
 };
 
-// The K types whose scores can be int8 dots (attention_int8.h).
+// The blocked storage types; their K is scored with int8 dots (attention_int8.h).
 template <class E>
-inline constexpr bool kKvInt8 = std::is_same_v<E, KvQ8_0> || std::is_same_v<E, KvQ4_0>;
+inline constexpr bool kKvBlocked = std::is_same_v<E, KvQ8_0> || std::is_same_v<E, KvQ4_0>;
+template <class E>
+inline constexpr bool kKvInt8 = kKvBlocked<E>;
 
 // f.template operator()<E>() with E the storage type of `type` (a KV type: callers check).
 template <class F>
@@ -171,62 +175,95 @@ inline void attention_divide_scores(float* s, int64_t n, float divisor) {
   }
 }
 
+// The attention of query heads [g0, g0 + ng) of KV head kvh for token t, advanced a chunk at
+// a time: attention_subgroup runs one over its context, attention_token_typed several KV
+// heads' side by side. Either way each chunk's arithmetic is the same, so are the bits.
+template <class K, class EK, class EV>
+class AttentionRun {
+ public:
+  void begin(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
+    a_ = &a;
+    kvh_ = kvh;
+    ng_ = ng;
+    hd_ = a.head_dim;
+    const int64_t n_rep = a.n_heads / a.n_kv_heads;
+    n_ctx_ = static_cast<int64_t>(a.positions[t]) + 1;
+    // Chunks start at the window's first position: a function of the position alone.
+    first_ = a.window > 0 && n_ctx_ > a.window ? n_ctx_ - a.window : 0;
+    table_ = a.block_tables[a.seq_index[t]];
+    divisor_ = attention_score_divisor(a);
+    q_ = a.q + (t * a.n_heads + kvh * n_rep + g0) * hd_;  // [ng][hd]
+    out_ = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd_;  // [ng][hd]
+    // The int8 query, on the int8 path: quantized once per token and head, the divisor folded
+    // into its scales (attention_int8.h), so its scores come out divided.
+    int8_ = kKvInt8<EK> && attention_int8_scores(a);
+    if (int8_) attention_quantize_query(q_, ng, hd_, divisor_, qq_);
+    for (int64_t g = 0; g < ng; ++g) {
+      m_[g] = -__builtin_inff();
+      l_[g] = 0.0f;
+      for (int64_t d = 0; d < hd_; ++d) out_[g * hd_ + d] = 0.0f;
+    }
+  }
+  int64_t first() const { return first_; }
+  int64_t n_ctx() const { return n_ctx_; }
+
+  // Positions [c0, c0 + kAttentionChunk) of the context (fewer at its end).
+  void chunk(int64_t c0) {
+    const AttentionArgs& a = *a_;
+    const int64_t hd = hd_, ng = ng_, n_ctx = n_ctx_;
+    const void* k_layer = a.kv.k;
+    const void* v_layer = a.kv.v;
+    const int64_t nc = n_ctx - c0 < kAttentionChunk ? n_ctx - c0 : kAttentionChunk;
+    attention_chunk_offsets(table_, a.kv.block_size, c0, nc, a.n_kv_heads * hd, kvh_ * hd, offset_);
+    if constexpr (kKvInt8<EK>) {
+      if (int8_) K::template scores_int8<EK, EV>(qq_, ng, k_layer, v_layer, offset_, nc, hd, &s_[0][0]);
+    }
+    if (!int8_) {
+      constexpr int64_t kAhead = kAttentionPrefetchAhead;
+      for (int64_t p = 0; p < nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(k_layer, offset_[p]), hd);
+      for (int64_t p = 0; p < nc; ++p) {
+        if (p + kAhead < nc) prefetch_row<EK>(EK::row(k_layer, offset_[p + kAhead]), hd);
+        // V is used after the chunk's scores: by then in cache.
+        prefetch_row<EV>(EV::row(v_layer, offset_[p]), hd);
+        float dots[kAttentionGroup];
+        K::template scores<EK>(q_, ng, EK::row(k_layer, offset_[p]), hd, dots);
+        for (int64_t g = 0; g < ng; ++g) s_[g][p] = dots[g];
+      }
+      for (int64_t g = 0; g < ng; ++g) attention_divide_scores(s_[g], nc, divisor_);
+    }
+    if (a.softcap > 0.0f)  // libm's tanhf on every ISA path: the same bits
+      for (int64_t g = 0; g < ng; ++g)
+        for (int64_t p = 0; p < nc; ++p) s_[g][p] = a.softcap * __builtin_tanhf(s_[g][p] / a.softcap);
+    attention_softmax_update<K>(s_, ng, nc, m_, l_, out_, hd);
+    K::template weighted_sum<EV>(out_, ng, &s_[0][0], kAttentionChunk, v_layer, offset_, nc, hd);
+  }
+
+  void end() {
+    for (int64_t g = 0; g < ng_; ++g) K::scale(out_ + g * hd_, 1.0f / l_[g], hd_);
+  }
+
+ private:
+  const AttentionArgs* a_ = nullptr;
+  int64_t kvh_ = 0, ng_ = 0, hd_ = 0, n_ctx_ = 0, first_ = 0;
+  BlockTableView table_{};
+  float divisor_ = 1.0f;
+  const float* q_ = nullptr;
+  float* out_ = nullptr;
+  bool int8_ = false;
+  QueryInt8 qq_;
+  float m_[kAttentionGroup];
+  float l_[kAttentionGroup];
+  float s_[kAttentionGroup][kAttentionChunk];  // scores, then weights
+  int64_t offset_[kAttentionChunk];  // of each position's K/V row in the layer
+};
+
 // Query heads [g0, g0 + ng) of KV head kvh for token t.
 template <class K, class EK, class EV>
 void attention_subgroup(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
-  const int64_t hd = a.head_dim;
-  const int64_t n_rep = a.n_heads / a.n_kv_heads;
-  const int64_t n_ctx = static_cast<int64_t>(a.positions[t]) + 1;
-  // Chunks start at the window's first position: a function of the position alone.
-  const int64_t first = a.window > 0 && n_ctx > a.window ? n_ctx - a.window : 0;
-  const BlockTableView table = a.block_tables[a.seq_index[t]];
-  const int64_t bs = a.kv.block_size;
-  const int64_t slot_stride = a.n_kv_heads * hd;
-  const float divisor = attention_score_divisor(a);
-  const float* q = a.q + (t * a.n_heads + kvh * n_rep + g0) * hd;  // [ng][hd]
-  float* out = a.out + (t * a.n_heads + kvh * n_rep + g0) * hd;    // [ng][hd]
-  const void* k_layer = a.kv.k;
-  const void* v_layer = a.kv.v;
-  // The int8 query, on the int8 path: quantized once per token and head.
-  const bool int8 = kKvInt8<EK> && attention_int8_scores(a);
-  QueryInt8 qq;
-  if (int8) attention_quantize_query(q, ng, hd, qq);
-
-  float m[kAttentionGroup];
-  float l[kAttentionGroup];
-  float s[kAttentionGroup][kAttentionChunk];  // scores, then weights
-  int64_t offset[kAttentionChunk];            // of each position's K/V row in the layer
-  for (int64_t g = 0; g < ng; ++g) {
-    m[g] = -__builtin_inff();
-    l[g] = 0.0f;
-    for (int64_t d = 0; d < hd; ++d) out[g * hd + d] = 0.0f;
-  }
-  for (int64_t c0 = first; c0 < n_ctx; c0 += kAttentionChunk) {
-    const int64_t nc = n_ctx - c0 < kAttentionChunk ? n_ctx - c0 : kAttentionChunk;
-    attention_chunk_offsets(table, bs, c0, nc, slot_stride, kvh * hd, offset);
-    if constexpr (kKvInt8<EK>) {
-      if (int8) K::template scores_int8<EK, EV>(qq, ng, k_layer, v_layer, offset, nc, hd, &s[0][0]);
-    }
-    if (!int8) {
-      constexpr int64_t kAhead = kAttentionPrefetchAhead;
-      for (int64_t p = 0; p < nc && p < kAhead; ++p) prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
-      for (int64_t p = 0; p < nc; ++p) {
-        if (p + kAhead < nc) prefetch_row<EK>(EK::row(k_layer, offset[p + kAhead]), hd);
-        // V is used after the chunk's scores: by then in cache.
-        prefetch_row<EV>(EV::row(v_layer, offset[p]), hd);
-        float dots[kAttentionGroup];
-        K::template scores<EK>(q, ng, EK::row(k_layer, offset[p]), hd, dots);
-        for (int64_t g = 0; g < ng; ++g) s[g][p] = dots[g];
-      }
-    }
-    for (int64_t g = 0; g < ng; ++g) attention_divide_scores(s[g], nc, divisor);
-    if (a.softcap > 0.0f)  // libm's tanhf on every ISA path: the same bits
-      for (int64_t g = 0; g < ng; ++g)
-        for (int64_t p = 0; p < nc; ++p) s[g][p] = a.softcap * __builtin_tanhf(s[g][p] / a.softcap);
-    attention_softmax_update<K>(s, ng, nc, m, l, out, hd);
-    K::template weighted_sum<EV>(out, ng, &s[0][0], kAttentionChunk, v_layer, offset, nc, hd);
-  }
-  for (int64_t g = 0; g < ng; ++g) K::scale(out + g * hd, 1.0f / l[g], hd);
+  AttentionRun<K, EK, EV> run;
+  run.begin(a, t, kvh, g0, ng);
+  for (int64_t c0 = run.first(); c0 < run.n_ctx(); c0 += kAttentionChunk) run.chunk(c0);
+  run.end();
 }
 
 template <class K, class EK, class EV>
@@ -238,11 +275,43 @@ void attention_task_typed(const AttentionArgs& a, int64_t t, int64_t kvh) {
   }
 }
 
+// Every KV head of token t, their chunks side by side (up to kAttentionTokenHeads heads at a
+// time): a slot holds all the heads' rows of a position, so rows that share a cache line
+// (q8_0's 68-byte rows do) find it in cache, and a slot's lines are read in order. Each head's
+// bits are attention_task_typed's.
+inline constexpr int64_t kAttentionTokenHeads = 8;
+template <class K, class EK, class EV>
+void attention_token_typed(const AttentionArgs& a, int64_t t) {
+  const int64_t n_rep = a.n_heads / a.n_kv_heads;
+  // Several subgroups a head, or K that is not int8-scored (attention() gives such K tiles
+  // instead): one head at a time.
+  if (!kKvInt8<EK> || n_rep > kAttentionGroup) {
+    for (int64_t kvh = 0; kvh < a.n_kv_heads; ++kvh) attention_task_typed<K, EK, EV>(a, t, kvh);
+    return;
+  }
+  if constexpr (kKvInt8<EK>) {
+    AttentionRun<K, EK, EV> runs[kAttentionTokenHeads];
+    for (int64_t h0 = 0; h0 < a.n_kv_heads; h0 += kAttentionTokenHeads) {
+      const int64_t nh = a.n_kv_heads - h0 < kAttentionTokenHeads ? a.n_kv_heads - h0 : kAttentionTokenHeads;
+      for (int64_t h = 0; h < nh; ++h) runs[h].begin(a, t, h0 + h, 0, n_rep);
+      for (int64_t c0 = runs[0].first(); c0 < runs[0].n_ctx(); c0 += kAttentionChunk)
+        for (int64_t h = 0; h < nh; ++h) runs[h].chunk(c0);
+      for (int64_t h = 0; h < nh; ++h) runs[h].end();
+    }
+  }
+}
+
 // Dispatch on the storage types of K and V (checked by the callers).
 template <class K>
 void attention_task_impl(const AttentionArgs& a, int64_t t, int64_t kvh) {
   with_kv_storage(a.kv.k_dtype, [&]<class EK>() {
     with_kv_storage(a.kv.v_dtype, [&]<class EV>() { attention_task_typed<K, EK, EV>(a, t, kvh); });
+  });
+}
+template <class K>
+void attention_token_impl(const AttentionArgs& a, int64_t t) {
+  with_kv_storage(a.kv.k_dtype, [&]<class EK>() {
+    with_kv_storage(a.kv.v_dtype, [&]<class EV>() { attention_token_typed<K, EK, EV>(a, t); });
   });
 }
 

@@ -21,7 +21,8 @@ struct Int8OpsAvx512 {
   static I load_i(const void* p) { return _mm512_loadu_si512(p); }
   static I sub_i(I a, int32_t b) { return _mm512_sub_epi32(a, _mm512_set1_epi32(b)); }
   static F to_f(I a) { return _mm512_cvtepi32_ps(a); }
-  static F load_f(const float* p) { return _mm512_loadu_ps(p); }
+  // 16 f16 values widened exactly (f16_to_f32's bits).
+  static F load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static void store_f(float* p, F v) { _mm512_storeu_ps(p, v); }
   static F set1(float x) { return _mm512_set1_ps(x); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
@@ -38,7 +39,7 @@ struct Int8OpsAvx512 {
   // k + 12, so after the 4 x 4 transposes within 128-bit lanes, lanes 0 and 2 of each pair hold
   // rows 0-3 / 4-7 / 8-11 / 12-15 of one dword and lanes 1 and 3 those of dword j + 4.
   template <class EK>
-  static void load_block(const typename EK::Row* rows, int64_t sg, I* kt) {
+  [[gnu::always_inline]] static void load_block(const typename EK::Row* rows, int64_t sg, I* kt) {
     I a[4], b[4];
     for (int k = 0; k < 4; ++k) {
       a[k] = block_pair<EK>(rows[k], rows[k + 4], sg);

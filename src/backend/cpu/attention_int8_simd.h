@@ -57,13 +57,16 @@ struct Int8Scores {
       F acc[NG] = {};
       for (int64_t sg = 0; sg < qq.n_seg; ++sg) {
         I kt[8];
-        if (qq.seg == 32)  // whole blocks: a head starts on a block
+        // The positions' K scales, widened together (EK::scale's bits, without its branches).
+        alignas(32) uint16_t dk[kN];
+        if (qq.seg == 32) {  // whole blocks: a head starts on a block, segment sg is block sg
           O::template load_block<EK>(rows, sg, kt);
-        else
+          for (int i = 0; i < kN; ++i) dk[i] = rows[i].block[sg].d;
+        } else {
           load_bytes<EK, kBias>(rows, sg * qq.seg, qq.seg, kt);
-        alignas(64) float dk[kN];
-        for (int i = 0; i < kN; ++i) dk[i] = EK::scale(rows[i], sg * qq.seg);
-        const F dkv = O::load_f(dk);
+          for (int i = 0; i < kN; ++i) dk[i] = EK::scale_f16(rows[i], sg * qq.seg);
+        }
+        const F dkv = O::load_f16(dk);
         for (int g = 0; g < NG; ++g) {
           const int8_t* q = qq.q[g] + sg * qq.seg;
           I isum = O::zero_i();
@@ -74,7 +77,7 @@ struct Int8Scores {
               isum = O::template dot<kBias == 0>(isum, kt[j], query_dword(q, j));
           }
           const F x = O::mul(O::to_f(O::sub_i(isum, kBias * qq.sum[g][sg])), dkv);
-          acc[g] = sg == 0 ? O::mul(x, O::set1(qq.d[g][sg])) : O::fmadd(x, O::set1(qq.d[g][sg]), acc[g]);
+          acc[g] = sg == 0 ? O::mul(x, O::set1(qq.e[g][sg])) : O::fmadd(x, O::set1(qq.e[g][sg]), acc[g]);
         }
       }
       for (int g = 0; g < NG; ++g) O::store_f(s + g * kAttentionChunk + p0, acc[g]);

@@ -23,24 +23,29 @@ struct SimdKernels {
   // of E::at. For q8_0 / q4_0 the kW values lie in one block (and one nibble half): i is a
   // multiple of kW, kW divides 16, and a row starts at a multiple of its length in a block.
   template <class E>
-  static V load_kv(typename E::Row r, int64_t i) {
+  [[gnu::always_inline]] static V load_kv(typename E::Row r, int64_t i) {
     if constexpr (std::is_same_v<E, KvF16>) {
       return S::load_f16(r + i);
     } else if constexpr (std::is_same_v<E, KvBF16>) {
       return S::load_bf16(r + i);
-    } else if constexpr (std::is_same_v<E, KvQ8_0>) {
+    } else if constexpr (kKvBlocked<E>) {
       const int64_t j = r.start + i;
-      const BlockQ8_0& b = r.block[j / kQBlock];
-      return S::mul(S::load_i8(b.qs + j % kQBlock), S::set1_f16(b.d));
-    } else if constexpr (std::is_same_v<E, KvQ4_0>) {
-      const int64_t j = r.start + i;
-      const BlockQ4_0& b = r.block[j / kQBlock];
-      const int64_t jj = j % kQBlock;
-      const V q = jj < kQBlock / 2 ? S::load_q4_low(b.qs + jj) : S::load_q4_high(b.qs + jj - kQBlock / 2);
-      return S::mul(q, S::set1_f16(b.d));
+      return load_block_values<E>(r.block[j / kQBlock], j % kQBlock);
     } else {
       return S::load(r + i);
     }
+  }
+  // Values jj..jj+kW-1 of block b of a blocked type E, as load_kv: the levels times the scale.
+  template <class E>
+  [[gnu::always_inline]] static V load_block_values(const typename E::Block& b, int64_t jj) {
+    return S::mul(load_block_levels<E>(b, jj), S::set1_f16(b.d));
+  }
+  template <class E>
+  [[gnu::always_inline]] static V load_block_levels(const typename E::Block& b, int64_t jj) {
+    if constexpr (std::is_same_v<E, KvQ8_0>)
+      return S::load_i8(b.qs + jj);
+    else
+      return jj < kQBlock / 2 ? S::load_q4_low(b.qs + jj) : S::load_q4_high(b.qs + jj - kQBlock / 2);
   }
   // f.template operator()<NG>() with NG = ng (1..kAttentionGroup) as a constant, so the
   // kernels keep one register accumulator per head.
@@ -94,15 +99,38 @@ struct SimdKernels {
   // out[g] = fma(w[g * w_stride + p], v_p, out[g]) for the chunk's positions p in order, every
   // element one fma chain: one output vector of each head stays in a register across the
   // chunk, and each V vector is loaded (and widened) once for all the heads.
+  // Each position's row is found once for all its vectors. A blocked row's block and lane of
+  // value i are found once for all the positions (a head starts at the same lane of a block at
+  // every position: a slot is whole blocks), and the positions' scales of a block are widened
+  // together, once (the bits of set1_f16).
   template <class E, int NG>
   static void weighted_sum_n(float* out, const float* w, int64_t w_stride, const void* v_layer,
                              const int64_t* offset, int64_t nc, int64_t n) {
+    typename E::Row rows[kAttentionChunk];
+    for (int64_t p = 0; p < nc; ++p) rows[p] = E::row(v_layer, offset[p]);
+    [[maybe_unused]] alignas(64) float scale[kAttentionChunk];
+    [[maybe_unused]] int64_t scale_block = -1;  // whose scales `scale` holds
     int64_t i = 0;
     for (; i + kW <= n; i += kW) {
       V acc[NG];
       for (int g = 0; g < NG; ++g) acc[g] = S::load(out + g * n + i);
+      [[maybe_unused]] int64_t block = 0, lane = 0;
+      if constexpr (kKvBlocked<E>) {
+        block = (rows[0].start + i) / kQBlock;
+        lane = (rows[0].start + i) % kQBlock;
+        if (block != scale_block) {
+          alignas(64) uint16_t h[kAttentionChunk] = {};
+          for (int64_t p = 0; p < nc; ++p) h[p] = rows[p].block[block].d;
+          for (int64_t p = 0; p < nc; p += kW) S::store(scale + p, S::load_f16(h + p));
+          scale_block = block;
+        }
+      }
       for (int64_t p = 0; p < nc; ++p) {
-        const V vv = load_kv<E>(E::row(v_layer, offset[p]), i);
+        V vv;
+        if constexpr (kKvBlocked<E>)
+          vv = S::mul(load_block_levels<E>(rows[p].block[block], lane), S::set1(scale[p]));
+        else
+          vv = load_kv<E>(rows[p], i);
         for (int g = 0; g < NG; ++g) acc[g] = S::fmadd(S::set1(w[g * w_stride + p]), vv, acc[g]);
       }
       for (int g = 0; g < NG; ++g) S::store(out + g * n + i, acc[g]);
@@ -110,8 +138,7 @@ struct SimdKernels {
     for (; i < n; ++i)
       for (int64_t p = 0; p < nc; ++p)
         for (int g = 0; g < NG; ++g)
-          out[g * n + i] = __builtin_fmaf(w[g * w_stride + p], E::at(E::row(v_layer, offset[p]), i),
-                                          out[g * n + i]);
+          out[g * n + i] = __builtin_fmaf(w[g * w_stride + p], E::at(rows[p], i), out[g * n + i]);
   }
   template <class E>
   static void weighted_sum(float* out, int64_t ng, const float* w, int64_t w_stride,

@@ -57,7 +57,9 @@ struct Avx2 {
   }
   // Lane l of the result is hsum(v[l]) for 8 vectors, bit for bit: the same additions of the
   // same pairs, done for all 8 at once by shuffling vectors together (7 adds, not 24).
-  static V hsum_lanes(const V* v) {
+  // Always inlined: its callers' arrays then stay in registers (out of line, a big kernel
+  // unit may leave it, and the tiled attention pays a call and spills per position pair).
+  [[gnu::always_inline]] static V hsum_lanes(const V* v) {
     V h[4], d[2];
     for (int m = 0; m < 4; ++m)  // h: each vector's lanes i + (i + 4), two vectors per ymm
       h[m] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * m], v[2 * m + 1], 0x20),

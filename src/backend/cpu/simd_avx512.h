@@ -64,7 +64,9 @@ struct Avx512 {
   }
   // Lane l of the result is hsum(v[l]) for 16 vectors, bit for bit: the same additions of the
   // same pairs, done for all 16 at once by shuffling vectors together (15 adds, not 64).
-  static V hsum_lanes(const V* v) {
+  // Always inlined: its callers' arrays then stay in registers (out of line, a big kernel
+  // unit may leave it, and the tiled attention pays a call and spills per position pair).
+  [[gnu::always_inline]] static V hsum_lanes(const V* v) {
     V h[8], s[4], d[2];
     for (int m = 0; m < 8; ++m)  // h: each vector's lanes i + (i + 8), two vectors per zmm
       h[m] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * m], v[2 * m + 1], 0x44),

@@ -2,7 +2,8 @@
 // text written for these tests (tests/data/tinystories_eval.txt): in-domain text scores far
 // below the 512-token vocabulary's uniform perplexity, the figure does not depend on the
 // thread count, a quantized model scores close to the f32 one (and diverges a little from
-// its distributions), and a text shorter than one chunk is a usage error.
+// its distributions), --kv-type / -k / -v each change the cache scored, and a text shorter
+// than one chunk is a usage error.
 #include <cstdio>
 #include <regex>
 #include <string>
@@ -95,6 +96,38 @@ TEST(CliPerplexity, KlDivergenceAgainstTheF32Base) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--ctx 128, this run has 512 and 64"), std::string::npos) << r.err;
   std::remove(q.c_str());
+  std::remove(base.c_str());
+}
+
+// --kv-type / --kv-type-k / --kv-type-v each reach the cache that is scored: against the
+// default f32 cache's distributions, an f32 cache gives no divergence and each quantized one
+// some; q4_0 K costs far more than q4_0 V on stories260K (8-value heads: one K scale spans
+// four heads), so a flag that is ignored, or K and V swapped, fails here.
+TEST(CliPerplexity, KvTypeFlagsChangeTheCacheScored) {
+  TALLY_REQUIRE_SHARED("models/stories260K/stories260K.gguf", model);
+  const std::string cmd = "perplexity -m " + shell_quote(model) + " -f " +
+                          shell_quote(tally_test::repo_path("tests/data/tinystories_eval.txt")) + " --ctx 128";
+  const std::string base = tally_test::temp_dir() + "/s260k_kv.kld";
+  auto r = run_command(tally(cmd + " --kl-divergence-base " + shell_quote(base)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto kld = [&](const std::string& flags) {
+    const auto run = run_command(tally(cmd + " " + flags + " --kl-divergence --kl-divergence-base " + shell_quote(base)));
+    EXPECT_EQ(run.exit_code, 0) << flags << ": " << run.err;
+    return figure(run.out, "Mean KLD");
+  };
+  EXPECT_EQ(kld("--kv-type f32"), 0.0);
+  const double q8 = kld("--kv-type q8_0");
+  const double k4 = kld("--kv-type-k q4_0");
+  const double v4 = kld("--kv-type-v q4_0");
+  const double both4 = kld("--kv-type q4_0");
+  const double k4_over_q8 = kld("--kv-type q8_0 --kv-type-k q4_0");  // the override wins for K
+  EXPECT_GT(q8, 0.0);
+  EXPECT_LT(q8, 0.01);
+  EXPECT_GT(v4, 0.0);
+  EXPECT_GT(k4, 10 * v4);  // K's error moves every score; V's averages out
+  EXPECT_NE(k4, both4);    // the V of --kv-type-k alone stays f32
+  EXPECT_NE(k4_over_q8, k4);
+  EXPECT_GT(k4_over_q8, 10 * q8);
   std::remove(base.c_str());
 }
 

@@ -179,7 +179,7 @@ bool int8_scores(const Shape& s, KvTypes types) {
 // A query head as the int8 path sees it: quantized, then scaled back (exact in double).
 std::vector<double> int8_query_values(const float* q, int64_t hd) {
   QueryInt8 qq;
-  attention_quantize_query(q, 1, hd, qq);
+  attention_quantize_query(q, 1, hd, 1.0f, qq);
   std::vector<double> out(hd);
   for (int64_t i = 0; i < hd; ++i) out[i] = double(qq.q[0][i]) * qq.d[0][i / qq.seg];
   return out;
@@ -449,14 +449,15 @@ TEST(Attention, TiledTasksGiveThePerTokenBits) {
 }
 
 // The int8 query: each segment's largest value maps to +-127, every value within half a step
-// of its own, the sums are the bias terms, and an all-zero segment is zeros with scale 0.
+// of its own, the sums are the bias terms, an all-zero segment is zeros with scale 0, and the
+// scores' scales are the segments' over the divisor.
 TEST(Attention, Int8QueryQuantization) {
   for (int64_t hd : {8, 16, 64, 128}) {
     const Shape s{4, 1, hd};
     Query q = make_queries(s, {0}, {0}, 31);
     std::fill(q.q.begin() + hd, q.q.begin() + hd + std::min<int64_t>(hd, 32), 0.0f);  // head 1, segment 0
     QueryInt8 qq;
-    attention_quantize_query(q.q.data(), 4, hd, qq);
+    attention_quantize_query(q.q.data(), 4, hd, 3.0f, qq);
     ASSERT_EQ(qq.seg, std::min<int64_t>(hd, 32));
     ASSERT_EQ(qq.n_seg * qq.seg, hd);
     for (int64_t g = 0; g < 4; ++g)
@@ -472,6 +473,7 @@ TEST(Attention, Int8QueryQuantization) {
         }
         EXPECT_EQ(sum, qq.sum[g][sg]);
         EXPECT_FLOAT_EQ(qq.d[g][sg], amax / 127.0f);
+        EXPECT_EQ(qq.e[g][sg], qq.d[g][sg] / 3.0f);  // the divisor, folded in
         EXPECT_EQ(qmax, amax > 0 ? 127 : 0) << hd << " " << g << " " << sg;
       }
     EXPECT_EQ(qq.d[1][0], 0.0f);
@@ -503,6 +505,66 @@ TEST(Attention, Int8ScoresMatchTheirReference) {
         EXPECT_NE(0, std::memcmp(got.data(), dequantized.data(), got.size() * sizeof(float)))
             << kv_types_name(types) << " isa=" << isa_level_name(isa);
       }
+    }
+}
+
+// The int8 dots of every vector path the CPU has (AVX2's vpmaddubsw, AVX-VNNI's and AVX-512
+// VNNI's vpdpbusd) are exact integer sums, and the float steps around them are the same lane
+// for lane: so the whole attention result is the same bits on each.
+TEST(Attention, Int8ScoresAreTheSameBitsOnEveryVectorPath) {
+  if (cpu_isa_level() < IsaLevel::kAvx2) GTEST_SKIP() << "no vector path";
+  using Task = void (*)(const AttentionArgs&, int64_t, int64_t);
+  std::vector<std::pair<const char*, Task>> paths = {{"avx2", detail::attention_task_avx2}};
+  if (cpu_features().avxvnni) paths.emplace_back("avx2-vnni", detail::attention_task_avxvnni);
+  if (cpu_isa_level() == IsaLevel::kAvx512 && cpu_features().avx512vnni)
+    paths.emplace_back("avx512", detail::attention_task_avx512);
+  if (paths.size() < 2) GTEST_SKIP() << "one int8 path on this CPU";
+  const Shape shapes[] = {{32, 4, 64}, {8, 4, 8}, {4, 2, 16}, {2, 1, 256}};
+  for (const Shape& s : shapes)
+    for (KvTypes types : {KvTypes(DType::kQ8_0), KvTypes(DType::kQ4_0), KvTypes(DType::kQ8_0, DType::kF16)}) {
+      if (!shape_fits(s, types)) continue;
+      const Pool pool(s, 16, {300, 37}, 43, types);
+      const Query q = make_queries(s, {0, 0, 1}, {299, 140, 36}, 44);
+      std::vector<std::vector<float>> outs;
+      for (const auto& [name, task] : paths) {
+        std::vector<float> out(q.q.size(), -7.0f);
+        const AttentionArgs a = make_args(s, pool.layer(), pool.views(), q, out.data(), {});
+        for (int64_t t = 0; t < a.n_tokens; ++t)
+          for (int64_t h = 0; h < s.n_kv_heads; ++h) task(a, t, h);
+        if (!outs.empty()) {
+          EXPECT_EQ(0, std::memcmp(out.data(), outs[0].data(), out.size() * sizeof(float)))
+              << name << " vs avx2, heads " << s.n_heads << "/" << s.n_kv_heads << " head_dim "
+              << s.head_dim << " " << kv_types_name(types);
+        }
+        outs.push_back(std::move(out));
+      }
+    }
+}
+
+// A token's KV heads run side by side (attention_token_task, what attention() hands out for
+// int8-scored K with tokens enough) give each head exactly its own task's bits, windows and
+// soft-caps included, on every path; so does the f32 path it falls back to for other K.
+TEST(Attention, TokenTasksGiveThePerHeadBits) {
+  const Shape shapes[] = {{32, 4, 64}, {8, 4, 8}, {20, 2, 16}, {6, 3, 32}};
+  const KvTypes pairs[] = {DType::kQ8_0, DType::kQ4_0, {DType::kQ8_0, DType::kF16}, DType::kF16};
+  for (const Shape& s : shapes)
+    for (KvTypes types : pairs) {
+      if (!shape_fits(s, types)) continue;
+      const Pool pool(s, 16, {300, 37}, 45, types);
+      const Query q = make_queries(s, {0, 1, 0}, {299, 36, 90}, 46);
+      for (const Scoring& sc : {Scoring{}, Scoring{70, 0.0f, 0.0f}, Scoring{0, 5.0f, 30.0f}})
+        for (IsaLevel isa : available_isas()) {
+          std::vector<float> want(q.q.size(), -7.0f), got(q.q.size(), -9.0f);
+          const AttentionArgs a_want = make_args(s, pool.layer(), pool.views(), q, want.data(), sc);
+          const AttentionArgs a_got = make_args(s, pool.layer(), pool.views(), q, got.data(), sc);
+          for (int64_t t = 0; t < a_want.n_tokens; ++t) {
+            for (int64_t h = 0; h < s.n_kv_heads; ++h) attention_task(isa, a_want, t, h);
+            attention_token_task(isa, a_got, t);
+          }
+          EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+              << "heads " << s.n_heads << "/" << s.n_kv_heads << " head_dim " << s.head_dim << " "
+              << kv_types_name(types) << " window " << sc.window << " isa=" << isa_level_name(isa);
+        }
     }
 }
 
