@@ -59,8 +59,9 @@ template <class B, class T>
 struct KvBlocked {
   using Block = B;
   using Row = KvBlockRow<B>;
-  static Row row(const void* layer, int64_t elem) {
-    return {static_cast<const B*>(layer) + elem / kQBlock, elem % kQBlock};
+  static Row row(const void* layer, int64_t elem) {  // elem >= 0: unsigned, a shift and a mask
+    const auto e = static_cast<uint64_t>(elem);
+    return {static_cast<const B*>(layer) + e / kQBlock, static_cast<int64_t>(e % kQBlock)};
   }
   static const void* addr(Row r) { return r.block; }
   static int64_t bytes(Row r, int64_t hd) {
@@ -105,6 +106,30 @@ void with_kv_storage(DType type, F&& f) {
   }
 }
 
+// l[g] += s[g][p] for p < nc in order, the ng heads' chains side by side in registers (NG a
+// constant: through memory each add would wait out a store-to-load forwarding as well).
+template <int NG>
+void attention_sum_weights_n(const float (*s)[kAttentionChunk], int64_t nc, float* l) {
+  float sum[NG];
+  for (int g = 0; g < NG; ++g) sum[g] = l[g];
+  for (int64_t p = 0; p < nc; ++p)
+    for (int g = 0; g < NG; ++g) sum[g] += s[g][p];
+  for (int g = 0; g < NG; ++g) l[g] = sum[g];
+}
+inline void attention_sum_weights(const float (*s)[kAttentionChunk], int64_t ng, int64_t nc, float* l) {
+  static_assert(kAttentionGroup == 8, "one case per group size below");
+  switch (ng) {
+    case 8: return attention_sum_weights_n<8>(s, nc, l);
+    case 7: return attention_sum_weights_n<7>(s, nc, l);
+    case 6: return attention_sum_weights_n<6>(s, nc, l);
+    case 5: return attention_sum_weights_n<5>(s, nc, l);
+    case 4: return attention_sum_weights_n<4>(s, nc, l);
+    case 3: return attention_sum_weights_n<3>(s, nc, l);
+    case 2: return attention_sum_weights_n<2>(s, nc, l);
+    default: return attention_sum_weights_n<1>(s, nc, l);
+  }
+}
+
 // Running softmax state of ng query heads: max m[g], sum l[g], unnormalized output in
 // out[g] ([ng][head_dim]); s[g] ([ng][kAttentionChunk]) holds the chunk's scores and becomes
 // its weights. Each head's sum is one chain over the positions in order; the heads' chains run
@@ -112,30 +137,40 @@ void with_kv_storage(DType type, F&& f) {
 template <class K>
 void attention_softmax_update(float (*s)[kAttentionChunk], int64_t ng, int64_t nc, float* m,
                               float* l, float* out, int64_t head_dim) {
+  // Phase by phase over the heads rather than head by head: each phase's heads are
+  // independent, so their latency chains (the max's lane tree, exp's polynomial) overlap.
+  float chunk_max[kAttentionGroup];
+  for (int64_t g = 0; g < ng; ++g) chunk_max[g] = K::max_of(s[g], nc);
   for (int64_t g = 0; g < ng; ++g) {
-    const float chunk_max = K::max_of(s[g], nc);
-    if (chunk_max > m[g]) {
+    if (chunk_max[g] > m[g]) {
       if (l[g] > 0.0f) {  // rescale what was summed under the old max
-        const float alpha = __builtin_expf(m[g] - chunk_max);
+        const float alpha = __builtin_expf(m[g] - chunk_max[g]);
         K::scale(out + g * head_dim, alpha, head_dim);
         l[g] *= alpha;
       }
-      m[g] = chunk_max;
+      m[g] = chunk_max[g];
     }
-    for (int64_t p = 0; p < nc; ++p) s[g][p] -= m[g];
-    K::exp_inplace(s[g], nc);
   }
-  for (int64_t p = 0; p < nc; ++p)
-    for (int64_t g = 0; g < ng; ++g) l[g] += s[g][p];
+  for (int64_t g = 0; g < ng; ++g)
+    for (int64_t p = 0; p < nc; ++p) s[g][p] -= m[g];
+  if (nc == kAttentionChunk) {  // a whole chunk: the heads' rows are one array
+    K::exp_inplace(&s[0][0], ng * kAttentionChunk);
+  } else {
+    for (int64_t g = 0; g < ng; ++g) K::exp_inplace(s[g], nc);
+  }
+  attention_sum_weights(s, ng, nc, l);
 }
 
 // Asks for one K or V row ahead of its use. A head's rows sit one slot apart (n_kv_heads *
 // head_dim values) in scattered blocks, so the hardware prefetchers do not see them coming:
 // without this attention waits out one memory latency per position.
+inline void prefetch_bytes(const void* p, int64_t n) {
+  const char* bytes = static_cast<const char*>(p);
+  for (int64_t b = 0; b < n; b += 64) __builtin_prefetch(bytes + b, 0, 3);
+}
 template <class E>
 void prefetch_row(typename E::Row row, int64_t hd) {
-  const char* bytes = static_cast<const char*>(E::addr(row));
-  for (int64_t b = 0; b < E::bytes(row, hd); b += 64) __builtin_prefetch(bytes + b, 0, 3);
+  prefetch_bytes(E::addr(row), E::bytes(row, hd));
 }
 
 // How many positions ahead of the scores the K rows are asked for: enough rows in flight to

@@ -47,14 +47,19 @@ struct Int8Scores {
                      const int64_t* offset, int64_t nc, int64_t hd, float* s) {
     constexpr bool kQ4 = std::is_same_v<EK, KvQ4_0>;
     constexpr int kBias = kQ4 ? 8 : O::kQ8Bias;  // q4_0: the nibble itself is level + 8
-    for (int64_t p = 0; p < nc && p < kN; ++p) prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
+    // A head's rows span the same bytes at every position (a slot is whole blocks).
+    const int64_t k_bytes = EK::bytes(EK::row(k_layer, offset[0]), hd);
+    const int64_t v_bytes = EV::bytes(EV::row(v_layer, offset[0]), hd);
+    for (int64_t p = 0; p < nc && p < kN; ++p) prefetch_bytes(EK::addr(EK::row(k_layer, offset[p])), k_bytes);
     for (int64_t p0 = 0; p0 < nc; p0 += kN) {
       for (int64_t p = p0 + kN; p < nc && p < p0 + 2 * kN; ++p)
-        prefetch_row<EK>(EK::row(k_layer, offset[p]), hd);
-      for (int64_t p = p0; p < nc && p < p0 + kN; ++p) prefetch_row<EV>(EV::row(v_layer, offset[p]), hd);
+        prefetch_bytes(EK::addr(EK::row(k_layer, offset[p])), k_bytes);
+      for (int64_t p = p0; p < nc && p < p0 + kN; ++p)
+        prefetch_bytes(EV::addr(EV::row(v_layer, offset[p])), v_bytes);
       typename EK::Row rows[kN];
       for (int i = 0; i < kN; ++i) rows[i] = EK::row(k_layer, offset[p0 + i < nc ? p0 + i : nc - 1]);
-      F acc[NG] = {};
+      F acc[NG];  // set by segment 0; zeroed one by one (`= {}` became a rep stos of memory)
+      for (int g = 0; g < NG; ++g) acc[g] = O::set1(0.0f);
       for (int64_t sg = 0; sg < qq.n_seg; ++sg) {
         I kt[8];
         // The positions' K scales, widened together (EK::scale's bits, without its branches).

@@ -119,8 +119,9 @@ struct SimdKernels {
         block = (rows[0].start + i) / kQBlock;
         lane = (rows[0].start + i) % kQBlock;
         if (block != scale_block) {
-          alignas(64) uint16_t h[kAttentionChunk] = {};
+          alignas(64) uint16_t h[kAttentionChunk];  // lanes past nc: zero, never used
           for (int64_t p = 0; p < nc; ++p) h[p] = rows[p].block[block].d;
+          for (int64_t p = nc; p % kW != 0; ++p) h[p] = 0;
           for (int64_t p = 0; p < nc; p += kW) S::store(scale + p, S::load_f16(h + p));
           scale_block = block;
         }
