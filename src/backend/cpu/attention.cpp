@@ -30,10 +30,12 @@ struct ScalarKernels {
     for (int64_t g = 0; g < ng; ++g) dots[g] = dot<E>(q + g * n, k, n);
   }
   // s[g * kAttentionChunk + p] = the int8 score of head g at the chunk's position p
-  // (attention_int8.h), for p < nc. (The SIMD paths also prefetch V rows of type EV.)
+  // (attention_int8.h), for p < nc. (The SIMD paths also prefetch the K and V rows of
+  // prefetch_heads heads.)
   template <class EK, class /*EV*/>
   static void scores_int8(const QueryInt8& qq, int64_t ng, const void* k_layer, const void* /*v_layer*/,
-                          const int64_t* offset, int64_t nc, int64_t /*hd*/, float* s) {
+                          const int64_t* offset, int64_t nc, int64_t /*hd*/, int64_t /*prefetch_heads*/,
+                          float* s) {
     for (int64_t p = 0; p < nc; ++p) {
       const typename EK::Row k = EK::row(k_layer, offset[p]);
       for (int64_t g = 0; g < ng; ++g) {

@@ -216,8 +216,11 @@ inline void attention_divide_scores(float* s, int64_t n, float divisor) {
 template <class K, class EK, class EV>
 class AttentionRun {
  public:
-  void begin(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng) {
+  // prefetch_heads: whose K/V rows this run asks for ahead of use, on the int8 path: its
+  // own (1), its and the next heads' of a slot, or none (another run asks for them).
+  void begin(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t g0, int64_t ng, int64_t prefetch_heads = 1) {
     a_ = &a;
+    prefetch_heads_ = prefetch_heads;
     kvh_ = kvh;
     ng_ = ng;
     hd_ = a.head_dim;
@@ -251,7 +254,7 @@ class AttentionRun {
     const int64_t nc = n_ctx - c0 < kAttentionChunk ? n_ctx - c0 : kAttentionChunk;
     attention_chunk_offsets(table_, a.kv.block_size, c0, nc, a.n_kv_heads * hd, kvh_ * hd, offset_);
     if constexpr (kKvInt8<EK>) {
-      if (int8_) K::template scores_int8<EK, EV>(qq_, ng, k_layer, v_layer, offset_, nc, hd, &s_[0][0]);
+      if (int8_) K::template scores_int8<EK, EV>(qq_, ng, k_layer, v_layer, offset_, nc, hd, prefetch_heads_, &s_[0][0]);
     }
     if (!int8_) {
       constexpr int64_t kAhead = kAttentionPrefetchAhead;
@@ -279,7 +282,7 @@ class AttentionRun {
 
  private:
   const AttentionArgs* a_ = nullptr;
-  int64_t kvh_ = 0, ng_ = 0, hd_ = 0, n_ctx_ = 0, first_ = 0;
+  int64_t kvh_ = 0, ng_ = 0, hd_ = 0, n_ctx_ = 0, first_ = 0, prefetch_heads_ = 1;
   BlockTableView table_{};
   float divisor_ = 1.0f;
   const float* q_ = nullptr;
@@ -328,7 +331,8 @@ void attention_token_typed(const AttentionArgs& a, int64_t t) {
     AttentionRun<K, EK, EV> runs[kAttentionTokenHeads];
     for (int64_t h0 = 0; h0 < a.n_kv_heads; h0 += kAttentionTokenHeads) {
       const int64_t nh = a.n_kv_heads - h0 < kAttentionTokenHeads ? a.n_kv_heads - h0 : kAttentionTokenHeads;
-      for (int64_t h = 0; h < nh; ++h) runs[h].begin(a, t, h0 + h, 0, n_rep);
+      // The first head's run asks for all nh heads' rows: they are adjacent in each slot.
+      for (int64_t h = 0; h < nh; ++h) runs[h].begin(a, t, h0 + h, 0, n_rep, h == 0 ? nh : 0);
       for (int64_t c0 = runs[0].first(); c0 < runs[0].n_ctx(); c0 += kAttentionChunk)
         for (int64_t h = 0; h < nh; ++h) runs[h].chunk(c0);
       for (int64_t h = 0; h < nh; ++h) runs[h].end();

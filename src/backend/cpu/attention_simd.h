@@ -90,9 +90,9 @@ struct SimdKernels {
   // s[g * kAttentionChunk + p] = the int8 score of head g at the chunk's position p.
   template <class EK, class EV>
   static void scores_int8(const QueryInt8& qq, int64_t ng, const void* k_layer, const void* v_layer,
-                          const int64_t* offset, int64_t nc, int64_t hd, float* s) {
+                          const int64_t* offset, int64_t nc, int64_t hd, int64_t prefetch_heads, float* s) {
     with_group_size(ng, [&]<int NG>() {
-      Int8Scores<I8>::template scores<EK, EV, NG>(qq, k_layer, v_layer, offset, nc, hd, s);
+      Int8Scores<I8>::template scores<EK, EV, NG>(qq, k_layer, v_layer, offset, nc, hd, prefetch_heads, s);
     });
   }
 
