@@ -77,6 +77,10 @@ int64_t kv_block_values(DType type, int64_t head_dim) {
   return head_dim < kQBlock ? head_dim : kQBlock;
 }
 
+bool kv_type_short_blocks(DType type, int64_t head_dim) {
+  return kv_type_is_blocked(type) && head_dim < kQBlock;
+}
+
 int64_t kv_row_bytes(DType type, int64_t n_kv_heads, int64_t head_dim) {
   TALLY_DCHECK(kv_type_is_valid(type) && kv_type_check_shape(type, n_kv_heads, head_dim).ok(),
                "kv row of {} heads of {} values of {}", n_kv_heads, head_dim, dtype_name(type));

@@ -44,6 +44,9 @@ Result<KvTypes> kv_types_from_flags(std::string_view both, std::string_view k, s
 // Values per quantization block of a row of heads of head_dim values: min(32, head_dim) for
 // q8_0 / q4_0, 1 for f32 / f16 / bf16.
 int64_t kv_block_values(DType type, int64_t head_dim);
+// Whether `type` stores each head of head_dim values as one short block: q8_0 / q4_0 with
+// head_dim under 32.
+bool kv_type_short_blocks(DType type, int64_t head_dim);
 // Bytes of one position's row of n_kv_heads heads of head_dim values in `type`.
 int64_t kv_row_bytes(DType type, int64_t n_kv_heads, int64_t head_dim);
 // Bytes of one position's K row plus V row.

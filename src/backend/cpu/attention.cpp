@@ -75,11 +75,7 @@ struct ScalarKernels {
 // Such caches (small models: speed is no concern) take the scalar kernels on every ISA path,
 // so their bits are trivially the same on every CPU and the SIMD kernels know only blocks of 32.
 bool attention_short_blocks(const AttentionArgs& a) {
-  for (DType t : {a.kv.k_dtype, a.kv.v_dtype}) {
-    const int64_t block = kv_block_values(t, a.head_dim);
-    if (block > 1 && block < kQBlock) return true;
-  }
-  return false;
+  return kv_type_short_blocks(a.kv.k_dtype, a.head_dim) || kv_type_short_blocks(a.kv.v_dtype, a.head_dim);
 }
 
 // f.template operator()<EK, EV>(b): the storage types of a cache with short blocks, b a copy
@@ -91,8 +87,8 @@ void with_short_block_storage(const AttentionArgs& a, F&& f) {
   };
   const KvShortBlockLayer k = view(a.kv.k, a.kv.k_dtype), v = view(a.kv.v, a.kv.v_dtype);
   AttentionArgs b = a;
-  if (kv_block_values(a.kv.k_dtype, a.head_dim) > 1) b.kv.k = &k;
-  if (kv_block_values(a.kv.v_dtype, a.head_dim) > 1) b.kv.v = &v;
+  if (kv_type_short_blocks(a.kv.k_dtype, a.head_dim)) b.kv.k = &k;
+  if (kv_type_short_blocks(a.kv.v_dtype, a.head_dim)) b.kv.v = &v;
   with_kv_storage<KvQ8_0Short, KvQ4_0Short>(a.kv.k_dtype, [&]<class EK>() {
     with_kv_storage<KvQ8_0Short, KvQ4_0Short>(a.kv.v_dtype, [&]<class EV>() {
       // (Neither quantized: never here, and not instantiated.)
