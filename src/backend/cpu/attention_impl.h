@@ -1,7 +1,8 @@
 // The attention algorithm of attention.h, once, over a kernel set K that supplies the inner
 // loops (scores, weighted_sum, scale, exp_inplace): scalar in attention.cpp, SIMD in
 // attention_simd.h. scores reads K rows of a storage type EK, weighted_sum V rows of EV
-// (KvF32, KvF16, KvBF16, KvQ8_0, KvQ4_0), widening or dequantizing as they load.
+// (KvF32, KvF16, KvBF16, KvQ8_0, KvQ4_0; KvQ8_0Short, KvQ4_0Short on the scalar path alone),
+// widening or dequantizing as they load.
 //
 // Over a q8_0 / q4_0 K cache (attention_int8.h) the scores are int8 dots of the quantized query
 // instead (K::scores_int8: exact integer sums, then the scales in a fixed order).
