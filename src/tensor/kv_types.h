@@ -4,8 +4,8 @@
 // (tensor/quant_blocks.h), quantized once when a token's row is written:
 //   head_dim a multiple of 32: ggml's blocks of 32, head_dim / 32 a head;
 //   head_dim a divisor of 32 (even for q4_0): one short block a head, so each head has a scale
-//   of its own (in shared blocks of 32 one head's outliers would set the step of the others:
-//   stories260K's 8-value K heads lose a third of their q8_0 KL divergence to that).
+//   of its own (in a block of 32 shared by heads, the head with K's outlier channels would set
+//   the step of the others: stories260K's q8_0 KV KLD 0.0022 shared, 0.0013 per head).
 // So a block never spans two heads, and the kernels find a head's values by block arithmetic.
 // These functions are the one home of that rule: every KV byte count goes through them.
 #pragma once
