@@ -17,6 +17,7 @@
 
 #include "backend/cpu/attention.h"
 #include "backend/cpu/kv_row.h"
+#include "tensor/kv_types.h"
 
 namespace tally::cpu {
 namespace {
@@ -36,7 +37,7 @@ struct BenchAttention {
     const int64_t blocks_per_seq = (ctx + kBlock - 1) / kBlock;
     const int64_t n_blocks = n_seqs * blocks_per_seq;
     const int64_t row = kKvHeads * kHeadDim;
-    slot_bytes = dtype_row_bytes(type, row);
+    slot_bytes = kv_row_bytes(type, kKvHeads, kHeadDim);
     layer_bytes = n_blocks * kBlock * slot_bytes;
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -45,7 +46,7 @@ struct BenchAttention {
     std::vector<float> values(row);
     for (size_t i = 0; i < k.size(); i += static_cast<size_t>(slot_bytes)) {
       for (float& x : values) x = u(rng);
-      kv_row_store(type, values.data(), &k[i], row);
+      kv_row_store(type, values.data(), &k[i], row, kHeadDim);
     }
     v = k;
     // Blocks shuffled over the pool, as a long-running server's block tables are.

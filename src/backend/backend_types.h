@@ -51,7 +51,8 @@ struct BlockTableView {
 };
 
 // One layer of the KV pool: K and V each [n_blocks][block_size][n_kv_heads][head_dim] of
-// k_dtype / v_dtype (f32, f16, bf16, or q8_0 / q4_0 blocks of 32 along each slot's row).
+// k_dtype / v_dtype (f32, f16, bf16, or q8_0 / q4_0 blocks along each slot's row: of 32
+// values, or one a head under 32 values; tensor/kv_types.h).
 struct PagedKvLayer {
   const void* k = nullptr;
   const void* v = nullptr;
@@ -81,15 +82,16 @@ struct AttentionArgs {
 
 // One step's K and V rows stored into one layer of the KV pool, each at its token's slot.
 struct KvWriteArgs {
-  void* k = nullptr;  // the layer's K: [n_slots][row] of k_dtype
-  void* v = nullptr;  // the layer's V: [n_slots][row] of v_dtype
+  void* k = nullptr;  // the layer's K: [n_slots][n_kv_heads][head_dim] of k_dtype
+  void* v = nullptr;  // the layer's V: [n_slots][n_kv_heads][head_dim] of v_dtype
   DType k_dtype = DType::kF32;
   DType v_dtype = DType::kF32;
-  int64_t row = 0;                  // elements per slot: n_kv_heads * head_dim
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;             // a slot's row: n_kv_heads * head_dim elements
   int64_t n_tokens = 0;
   const int64_t* slots = nullptr;   // [n_tokens], < n_slots; written in token order
-  const float* k_rows = nullptr;    // [n_tokens][row]
-  const float* v_rows = nullptr;    // [n_tokens][row]
+  const float* k_rows = nullptr;    // [n_tokens][n_kv_heads * head_dim]
+  const float* v_rows = nullptr;    // [n_tokens][n_kv_heads * head_dim]
 };
 
 }  // namespace tally

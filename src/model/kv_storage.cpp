@@ -14,7 +14,7 @@ KvStorageShape KvStorageShape::for_model(const ModelConfig& c, int64_t n_blocks,
 }
 
 int64_t KvStorageShape::bytes_per_token() const {
-  return n_layers * kv_types_row_bytes(types, slot_elements());
+  return n_layers * kv_types_row_bytes(types, n_kv_heads, head_dim);
 }
 
 Result<KvStorage> KvStorage::create(const KvStorageShape& s, const Backend& backend) {
@@ -46,8 +46,8 @@ Result<KvStorage> KvStorage::create(const KvStorageShape& s, const Backend& back
 KvStorage::KvStorage(const KvStorageShape& shape, HugePageBuffer data, const Backend& backend)
     : shape_(shape),
       backend_(&backend),
-      k_slot_bytes_(dtype_row_bytes(shape.types.k, shape.slot_elements())),
-      v_slot_bytes_(dtype_row_bytes(shape.types.v, shape.slot_elements())),
+      k_slot_bytes_(kv_row_bytes(shape.types.k, shape.n_kv_heads, shape.head_dim)),
+      v_slot_bytes_(kv_row_bytes(shape.types.v, shape.n_kv_heads, shape.head_dim)),
       data_(std::move(data)) {}
 
 void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* v) {
@@ -58,7 +58,8 @@ void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* 
   w.v = v_bytes(layer);
   w.k_dtype = shape_.types.k;
   w.v_dtype = shape_.types.v;
-  w.row = shape_.slot_elements();
+  w.n_kv_heads = shape_.n_kv_heads;
+  w.head_dim = shape_.head_dim;
   w.n_tokens = 1;
   w.slots = &slot;
   w.k_rows = k;
@@ -69,13 +70,15 @@ void KvStorage::store(int64_t layer, int64_t slot, const float* k, const float* 
 void KvStorage::load_k(int64_t layer, int64_t slot, float* out) const {
   TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
               "kv load: layer {} slot {}", layer, slot);
-  dequantize_row(shape_.types.k, k_bytes(layer) + slot * k_slot_bytes_, out, shape_.slot_elements());
+  dequantize_row_blocks(shape_.types.k, k_bytes(layer) + slot * k_slot_bytes_, out, shape_.slot_elements(),
+                        kv_block_values(shape_.types.k, shape_.head_dim));
 }
 
 void KvStorage::load_v(int64_t layer, int64_t slot, float* out) const {
   TALLY_CHECK(layer >= 0 && layer < shape_.n_layers && slot >= 0 && slot < shape_.n_slots(),
               "kv load: layer {} slot {}", layer, slot);
-  dequantize_row(shape_.types.v, v_bytes(layer) + slot * v_slot_bytes_, out, shape_.slot_elements());
+  dequantize_row_blocks(shape_.types.v, v_bytes(layer) + slot * v_slot_bytes_, out, shape_.slot_elements(),
+                        kv_block_values(shape_.types.v, shape_.head_dim));
 }
 
 void KvStorage::copy_block(int64_t src_block, int64_t dst_block) {

@@ -6,7 +6,9 @@
 // halve the bytes per token: values are rounded to nearest even when stored and widened back
 // exactly when attention reads them (the backend's kv_write and attention ops). q8_0 (34
 // bytes per 32 values) and q4_0 (18) store each slot's row as blocks of 32 in ggml's layout,
-// quantized once when the position is written; a block never spans two slots.
+// or, for heads under 32 values, as one block a head (2 + head_dim and 2 + head_dim / 2
+// bytes: tensor/kv_types.h), quantized once when the position is written; a block never spans
+// two heads.
 //
 // This class only stores and addresses data; which blocks belong to which sequence (and which
 // are free or shared) is the block allocator's business (src/kv/), passed in as block tables
@@ -43,7 +45,8 @@ struct KvStorageShape {
   int64_t n_slots() const { return n_blocks * block_size; }
   int64_t slot_elements() const { return n_kv_heads * head_dim; }  // one position, one of K/V
   // n_layers x (bytes of a K row + bytes of a V row), a row being n_kv_heads x head_dim values:
-  // 4 bytes a value for f32, 2 for f16/bf16, 34/32 for q8_0, 18/32 for q4_0.
+  // 4 bytes a value for f32, 2 for f16/bf16, 34/32 for q8_0, 18/32 for q4_0 (kv_row_bytes:
+  // more for heads under 32 values, each with its own scale).
   int64_t bytes_per_token() const;
   int64_t bytes_per_block() const { return bytes_per_token() * block_size; }  // all layers
   int64_t bytes() const { return bytes_per_token() * n_slots(); }

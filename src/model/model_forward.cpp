@@ -128,7 +128,8 @@ class ForwardStep {
     w.v = kv_.v_bytes(l);
     w.k_dtype = kv_.types().k;
     w.v_dtype = kv_.types().v;
-    w.row = c_.kv_dim();
+    w.n_kv_heads = c_.n_kv_heads;
+    w.head_dim = c_.head_dim;
     w.n_tokens = n_;
     w.slots = s_.slots;
     w.k_rows = s_.k;

@@ -170,7 +170,7 @@ Status add_kv(const PlanModel& m, Plan& p) {
   const PlanOptions& o = p.options;
   TALLY_RETURN_IF_ERROR(kv_types_check_shape(o.kv_type, p.kv_heads_per_rank, m.head_dim));
   // K and V, every layer, the KV heads this rank holds (KvStorageShape::bytes_per_token).
-  p.kv_bytes_per_token = m.n_layers * kv_types_row_bytes(o.kv_type, p.kv_heads_per_rank * m.head_dim);
+  p.kv_bytes_per_token = m.n_layers * kv_types_row_bytes(o.kv_type, p.kv_heads_per_rank, m.head_dim);
   p.kv_bytes_per_token_all_ranks = p.kv_bytes_per_token * o.tp;
   p.kv_block_bytes = o.block_size * p.kv_bytes_per_token;
   p.pool_block_bytes = o.block_size * (p.kv_bytes_per_token + (p.draft ? p.draft->kv_bytes_per_token : 0));
@@ -230,7 +230,7 @@ Status add_draft(const PlanModel& d, Plan& p) {
   dp.n_params = d.n_params();
   const WeightFormat format = weight_format_native(d);
   for (const auto& t : d.tensors) dp.weight_bytes += weight_format_tensor_bytes(format, t, d);
-  dp.kv_bytes_per_token = d.n_layers * kv_types_row_bytes(o.kv_type, d.n_kv_heads * d.head_dim);
+  dp.kv_bytes_per_token = d.n_layers * kv_types_row_bytes(o.kv_type, d.n_kv_heads, d.head_dim);
   ActivationShape s;
   s.n_tokens = p.step_tokens;
   s.n_rows = std::min(p.step_tokens, o.concurrency);

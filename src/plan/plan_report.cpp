@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "plan/memory_size.h"
+#include "tensor/kv_types.h"
 
 namespace tally::plan {
 
@@ -92,9 +93,10 @@ void memory_section(std::string& out, const Plan& p) {
   out += '\n';
 }
 
-// Bytes a value of a KV type takes: 2 for f16, 34/32 for q8_0.
-double plan_kv_value_bytes(DType t) {
-  return static_cast<double>(dtype_info(t).block_bytes) / static_cast<double>(dtype_info(t).block_size);
+// Bytes a value of a KV type takes in heads of head_dim values: 2 for f16, 34/32 for q8_0
+// blocks of 32, 10/8 for q8_0 heads of 8 (one short block a head: kv_types.h).
+double plan_kv_value_bytes(DType t, int64_t head_dim) {
+  return static_cast<double>(kv_row_bytes(t, 1, head_dim)) / static_cast<double>(head_dim);
 }
 
 std::string kv_per_token_formula(const Plan& p) {
@@ -102,9 +104,9 @@ std::string kv_per_token_formula(const Plan& p) {
   const std::string dims = fmt::format("{} layers x {} KV heads x {} dims", p.model.n_layers,
                                        p.kv_heads_per_rank, p.model.head_dim);
   if (t.k == t.v)
-    return fmt::format("= 2 x {} x {:g} B ({})", dims, plan_kv_value_bytes(t.k), kv_types_name(t));
-  return fmt::format("= {} x ({:g} + {:g}) B (K {}, V {})", dims, plan_kv_value_bytes(t.k),
-                     plan_kv_value_bytes(t.v), dtype_name(t.k), dtype_name(t.v));
+    return fmt::format("= 2 x {} x {:g} B ({})", dims, plan_kv_value_bytes(t.k, p.model.head_dim), kv_types_name(t));
+  return fmt::format("= {} x ({:g} + {:g}) B (K {}, V {})", dims, plan_kv_value_bytes(t.k, p.model.head_dim),
+                     plan_kv_value_bytes(t.v, p.model.head_dim), dtype_name(t.k), dtype_name(t.v));
 }
 
 void kv_section(std::string& out, const Plan& p) {

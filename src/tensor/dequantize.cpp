@@ -10,23 +10,26 @@ namespace tally {
 
 namespace {
 
-void dequantize_q8_0(const BlockQ8_0* blocks, float* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = f16_to_f32(blocks[b].d);
-    for (int i = 0; i < kQBlock; ++i)
-      dst[b * kQBlock + i] = d * static_cast<float>(blocks[b].qs[i]);
+// One q8_0 / q4_0 block of n <= 32 values (quant_blocks.h): d times the levels in qs.
+void dequantize_q8_0_block(uint16_t d16, const int8_t* qs, int n, float* out) {
+  const float d = f16_to_f32(d16);
+  for (int i = 0; i < n; ++i) out[i] = d * static_cast<float>(qs[i]);
+}
+
+void dequantize_q4_0_block(uint16_t d16, const uint8_t* qs, int n, float* out) {
+  const float d = f16_to_f32(d16);
+  for (int i = 0; i < n / 2; ++i) {
+    out[i] = d * static_cast<float>((qs[i] & 15) - 8);
+    out[i + n / 2] = d * static_cast<float>((qs[i] >> 4) - 8);
   }
 }
 
+void dequantize_q8_0(const BlockQ8_0* blocks, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) dequantize_q8_0_block(blocks[b].d, blocks[b].qs, kQBlock, dst + b * kQBlock);
+}
+
 void dequantize_q4_0(const BlockQ4_0* blocks, float* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = f16_to_f32(blocks[b].d);
-    float* out = dst + b * kQBlock;  // [32]
-    for (int i = 0; i < kQBlock / 2; ++i) {
-      out[i] = d * static_cast<float>((blocks[b].qs[i] & 15) - 8);
-      out[i + kQBlock / 2] = d * static_cast<float>((blocks[b].qs[i] >> 4) - 8);
-    }
-  }
+  for (int64_t b = 0; b < n_blocks; ++b) dequantize_q4_0_block(blocks[b].d, blocks[b].qs, kQBlock, dst + b * kQBlock);
 }
 
 // Q4_K and Q5_K: Quant(block, i) is element i's 4- or 5-bit quant.
@@ -131,6 +134,25 @@ void dequantize_iq4_xs(const BlockIQ4_XS* blocks, float* dst, int64_t n_blocks) 
 }
 
 }  // namespace
+
+void dequantize_row_blocks(DType type, const void* src, float* dst, int64_t n, int64_t block_values) {
+  TALLY_CHECK(quant_block_values_valid(type, block_values) && n >= 0 && n % block_values == 0,
+              "dequantize_row_blocks: {} elements of {} in blocks of {}", n, dtype_name(type), block_values);
+  if (type != DType::kQ8_0 && type != DType::kQ4_0) return dequantize_row(type, src, dst, n);
+  const int len = static_cast<int>(block_values);
+  const auto* block = static_cast<const uint8_t*>(src);
+  for (int64_t b = 0; b < n / block_values; ++b) {
+    uint16_t d = 0;
+    std::memcpy(&d, block, sizeof d);
+    if (type == DType::kQ8_0) {
+      dequantize_q8_0_block(d, reinterpret_cast<const int8_t*>(block + sizeof d), len, dst + b * block_values);
+      block += q8_0_block_bytes(block_values);
+    } else {
+      dequantize_q4_0_block(d, block + sizeof d, len, dst + b * block_values);
+      block += q4_0_block_bytes(block_values);
+    }
+  }
+}
 
 bool dtype_has_row_conversion(DType type) {
   switch (type) {

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include "base/ascii.h"
+#include "base/check.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
 
 namespace tally {
 
@@ -14,16 +17,17 @@ constexpr DType kKvTypeList[] = {DType::kF32, DType::kF16, DType::kBF16, DType::
                                  DType::kQ4_0};
 constexpr std::string_view kKvTypeNames = "f32, f16, bf16, q8_0, q4_0";
 
+bool kv_type_is_blocked(DType type) { return dtype_info(type).block_size > 1; }
+
 Status kv_type_check_shape(DType type, int64_t n_kv_heads, int64_t head_dim) {
-  const int64_t block = dtype_info(type).block_size;
-  if (block == 1) return Status::ok_status();
+  if (!kv_type_is_blocked(type)) return Status::ok_status();
   if (n_kv_heads <= 0 || head_dim <= 0)
     return make_error(ErrorCode::kInvalidArgument, "kv cache: {} heads of {} values", n_kv_heads, head_dim);
-  if ((n_kv_heads * head_dim) % block != 0 || (head_dim % block != 0 && block % head_dim != 0))
+  if (head_dim % kQBlock != 0 && !quant_block_values_valid(type, head_dim))
     return make_error(ErrorCode::kUnsupported,
-                      "kv cache: type {} stores blocks of {} values: {} heads of {} values do not "
-                      "split into them (use f16)",
-                      dtype_name(type), block, n_kv_heads, head_dim);
+                      "kv cache: type {} stores heads in blocks of 32 values, or one block a head "
+                      "of a divisor of 32{}: {} heads of {} values do not split into them (use f16)",
+                      dtype_name(type), type == DType::kQ4_0 ? " (even)" : "", n_kv_heads, head_dim);
   return Status::ok_status();
 }
 
@@ -68,8 +72,27 @@ Result<KvTypes> kv_types_from_flags(std::string_view both, std::string_view k, s
   return types;
 }
 
-int64_t kv_types_row_bytes(KvTypes types, int64_t row) {
-  return dtype_row_bytes(types.k, row) + dtype_row_bytes(types.v, row);
+int64_t kv_block_values(DType type, int64_t head_dim) {
+  if (!kv_type_is_blocked(type)) return 1;
+  return head_dim < kQBlock ? head_dim : kQBlock;
+}
+
+bool kv_type_short_blocks(DType type, int64_t head_dim) {
+  return kv_type_is_blocked(type) && head_dim < kQBlock;
+}
+
+int64_t kv_row_bytes(DType type, int64_t n_kv_heads, int64_t head_dim) {
+  TALLY_DCHECK(kv_type_is_valid(type) && kv_type_check_shape(type, n_kv_heads, head_dim).ok(),
+               "kv row of {} heads of {} values of {}", n_kv_heads, head_dim, dtype_name(type));
+  const int64_t values = n_kv_heads * head_dim;
+  if (!kv_type_is_blocked(type)) return dtype_row_bytes(type, values);
+  const int64_t block = kv_block_values(type, head_dim);
+  const int64_t block_bytes = type == DType::kQ8_0 ? q8_0_block_bytes(block) : q4_0_block_bytes(block);
+  return values / block * block_bytes;
+}
+
+int64_t kv_types_row_bytes(KvTypes types, int64_t n_kv_heads, int64_t head_dim) {
+  return kv_row_bytes(types.k, n_kv_heads, head_dim) + kv_row_bytes(types.v, n_kv_heads, head_dim);
 }
 
 Status kv_types_check_shape(KvTypes types, int64_t n_kv_heads, int64_t head_dim) {

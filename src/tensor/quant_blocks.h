@@ -116,6 +116,16 @@ inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -
 
 static_assert(sizeof(BlockQ8_0) == 34 && offsetof(BlockQ8_0, qs) == 2);
 static_assert(sizeof(BlockQ4_0) == 18 && offsetof(BlockQ4_0, qs) == 2);
+
+// A Q8_0 / Q4_0 block of n < 32 values in the same shape (n divides 32, even for Q4_0): the
+// f16 d, then n int8 levels (Q8_0), or n/2 bytes with value j < n/2 in the low nibble of byte
+// j and value j >= n/2 in the high nibble of byte j - n/2 (Q4_0). The KV cache stores a head of
+// fewer than 32 values as one such block, so each head has a scale of its own (kv_types.h).
+// n = 32 is BlockQ8_0 / BlockQ4_0. d may be unaligned (memcpy it).
+constexpr int64_t q8_0_block_bytes(int64_t n) { return static_cast<int64_t>(sizeof(uint16_t)) + n; }
+constexpr int64_t q4_0_block_bytes(int64_t n) { return static_cast<int64_t>(sizeof(uint16_t)) + n / 2; }
+static_assert(q8_0_block_bytes(kQBlock) == sizeof(BlockQ8_0));
+static_assert(q4_0_block_bytes(kQBlock) == sizeof(BlockQ4_0));
 static_assert(sizeof(BlockQ4_K) == 144 && offsetof(BlockQ4_K, scales) == 4 &&
               offsetof(BlockQ4_K, qs) == 16);
 static_assert(sizeof(BlockQ6_K) == 210 && offsetof(BlockQ6_K, qh) == 128 &&

@@ -20,10 +20,11 @@ namespace {
 // truncation (roundf, half away from zero, for q8_0). `x * id` keeps f32 precision: this file
 // is built without FMA contraction.
 
-// Largest-magnitude value of the block with its sign; the first one wins a tie (as ggml).
-float block_signed_extreme(const float* x) {
+// Largest-magnitude value of the block's n values with its sign; the first one wins a tie (as
+// ggml).
+float block_signed_extreme(const float* x, int n) {
   float amax = 0.0f, extreme = 0.0f;
-  for (int i = 0; i < kQBlock; ++i) {
+  for (int i = 0; i < n; ++i) {
     if (amax < std::fabs(x[i])) {
       amax = std::fabs(x[i]);
       extreme = x[i];
@@ -41,41 +42,49 @@ int truncate_level(float v) {
   return v < 256.0f ? static_cast<int>(v) : 255;
 }
 
-void quantize_q8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * kQBlock;  // [32]
-    float amax = 0.0f;
-    for (int i = 0; i < kQBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f;
-    const float id = inverse_or_zero(d);
-    dst[b].d = f32_to_f16(d);
-    for (int i = 0; i < kQBlock; ++i) dst[b].qs[i] = static_cast<int8_t>(std::clamp(truncate_level(std::round(x[i] * id)), -127, 127));
-  }
+// One q8_0 block of n <= 32 values (32: ggml's, fewer: quant_blocks.h's short blocks): the
+// levels into qs [n]; returns the f16 d.
+uint16_t quantize_q8_0_block(const float* x, int n, int8_t* qs) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float id = inverse_or_zero(d);
+  for (int i = 0; i < n; ++i) qs[i] = static_cast<int8_t>(std::clamp(truncate_level(std::round(x[i] * id)), -127, 127));
+  return f32_to_f16(d);
 }
 
-// Q4_0 / Q5_0: the extreme maps to level 0 (d = extreme / -half); the far side clamps at the
-// top level.
+void quantize_q8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) dst[b].d = quantize_q8_0_block(src + b * kQBlock, kQBlock, dst[b].qs);
+}
+
+// Q4_0 / Q5_0, a block of n <= 32 values: the extreme maps to level 0 (d = extreme / -half);
+// the far side clamps at the top level. The levels into q [n]; returns the f16 d.
 template <int kHalf>
-void quantize_symmetric_levels(const float* x, uint16_t* d_out, int* q) {
-  const float d = block_signed_extreme(x) / static_cast<float>(-kHalf);
+uint16_t quantize_symmetric_levels(const float* x, int n, int* q) {
+  const float d = block_signed_extreme(x, n) / static_cast<float>(-kHalf);
   const float id = inverse_or_zero(d);
-  *d_out = f32_to_f16(d);
-  for (int i = 0; i < kQBlock; ++i)
+  for (int i = 0; i < n; ++i)
     q[i] = std::clamp(truncate_level(x[i] * id + (static_cast<float>(kHalf) + 0.5f)), 0, 2 * kHalf - 1);
+  return f32_to_f16(d);
+}
+
+// One q4_0 block of n <= 32 values (even): value j < n/2 in the low nibble of qs[j], the rest
+// in the high nibbles (quant_blocks.h). Returns the f16 d.
+uint16_t quantize_q4_0_block(const float* x, int n, uint8_t* qs) {
+  int q[kQBlock];
+  const uint16_t d = quantize_symmetric_levels<8>(x, n, q);
+  for (int i = 0; i < n / 2; ++i) qs[i] = static_cast<uint8_t>(q[i] | (q[i + n / 2] << 4));
+  return d;
 }
 
 void quantize_q4_0(const float* src, BlockQ4_0* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    int q[kQBlock];
-    quantize_symmetric_levels<8>(src + b * kQBlock, &dst[b].d, q);
-    for (int i = 0; i < kQBlock / 2; ++i) dst[b].qs[i] = static_cast<uint8_t>(q[i] | (q[i + kQBlock / 2] << 4));
-  }
+  for (int64_t b = 0; b < n_blocks; ++b) dst[b].d = quantize_q4_0_block(src + b * kQBlock, kQBlock, dst[b].qs);
 }
 
 void quantize_q5_0(const float* src, BlockQ5_0* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     int q[kQBlock];
-    quantize_symmetric_levels<16>(src + b * kQBlock, &dst[b].d, q);
+    dst[b].d = quantize_symmetric_levels<16>(src + b * kQBlock, kQBlock, q);
     detail::pack_q5(q, dst[b].qs, dst[b].qh);
   }
 }
@@ -110,6 +119,32 @@ void quantize_min_step(const float* src, Block* dst, int64_t n_blocks) {
 }
 
 }  // namespace
+
+bool quant_block_values_valid(DType type, int64_t block_values) {
+  if (dtype_has_row_conversion(type) && block_values == dtype_info(type).block_size) return true;
+  if (type != DType::kQ8_0 && type != DType::kQ4_0) return false;
+  return block_values > 0 && kQBlock % block_values == 0 && (type == DType::kQ8_0 || block_values % 2 == 0);
+}
+
+void quantize_row_blocks(DType type, const float* src, void* dst, int64_t n, int64_t block_values) {
+  TALLY_CHECK(quant_block_values_valid(type, block_values) && n >= 0 && n % block_values == 0,
+              "quantize_row_blocks: {} elements of {} in blocks of {}", n, dtype_name(type), block_values);
+  // q8_0 / q4_0 take the loop below for every length (32 included: ggml's bytes, as tested).
+  if (type != DType::kQ8_0 && type != DType::kQ4_0) return quantize_row(type, src, dst, n);
+  const int len = static_cast<int>(block_values);
+  auto* block = static_cast<uint8_t*>(dst);
+  for (int64_t b = 0; b < n / block_values; ++b) {
+    const float* x = src + b * block_values;  // [block_values]
+    uint16_t d = 0;
+    if (type == DType::kQ8_0) {
+      d = quantize_q8_0_block(x, len, reinterpret_cast<int8_t*>(block + sizeof d));
+    } else {
+      d = quantize_q4_0_block(x, len, block + sizeof d);
+    }
+    std::memcpy(block, &d, sizeof d);
+    block += type == DType::kQ8_0 ? q8_0_block_bytes(block_values) : q4_0_block_bytes(block_values);
+  }
+}
 
 void quantize_row(DType type, const float* src, void* dst, int64_t n) {
   const DTypeTraits& t = dtype_info(type);

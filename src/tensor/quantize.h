@@ -46,6 +46,18 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n);
 // without it, and for every other type, this is quantize_row (byte-identical to ggml).
 void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, const float* importance);
 
+// n values as blocks of block_values values each: for q8_0 / q4_0 block_values may be any
+// divisor of 32 (even for q4_0), fewer than 32 making the short blocks of quant_blocks.h (the
+// KV cache's heads under 32 values), rounded exactly as quantize_row rounds a block of 32;
+// dst / src: n / block_values blocks of q8_0_block_bytes / q4_0_block_bytes(block_values).
+// Otherwise (and for 32) these are quantize_row / dequantize_row. n is a multiple of
+// block_values.
+void quantize_row_blocks(DType type, const float* src, void* dst, int64_t n, int64_t block_values);
+void dequantize_row_blocks(DType type, const void* src, float* dst, int64_t n, int64_t block_values);
+// Whether the above take `type` in blocks of block_values: its own block size (a type with row
+// conversions), or for q8_0 / q4_0 a divisor of 32 (even for q4_0: a byte holds two values).
+bool quant_block_values_valid(DType type, int64_t block_values);
+
 // Whether dequantize_row / quantize_row handle `type`.
 bool dtype_has_row_conversion(DType type);
 

@@ -73,12 +73,51 @@ struct ScalarKernels {
   }
 };
 
+// Whether K or V is q8_0 / q4_0 in short blocks, one a head under 32 values (kv_types.h).
+// Such caches (small models: speed is no concern) take the scalar kernels on every ISA path,
+// so their bits are trivially the same on every CPU and the SIMD kernels know only blocks of 32.
+bool attention_short_blocks(const AttentionArgs& a) {
+  return kv_type_short_blocks(a.kv.k_dtype, a.head_dim) || kv_type_short_blocks(a.kv.v_dtype, a.head_dim);
+}
+
+// f.template operator()<EK, EV>(b): the storage types of a cache with short blocks, b a copy
+// of `a` whose quantized K / V point at their KvShortBlockLayer views.
+template <class F>
+void with_short_block_storage(const AttentionArgs& a, F&& f) {
+  const auto view = [&](const void* layer, DType type) {
+    return KvShortBlockLayer{static_cast<const uint8_t*>(layer), a.head_dim, kv_row_bytes(type, 1, a.head_dim)};
+  };
+  const KvShortBlockLayer k = view(a.kv.k, a.kv.k_dtype), v = view(a.kv.v, a.kv.v_dtype);
+  AttentionArgs b = a;
+  if (kv_type_short_blocks(a.kv.k_dtype, a.head_dim)) b.kv.k = &k;
+  if (kv_type_short_blocks(a.kv.v_dtype, a.head_dim)) b.kv.v = &v;
+  with_kv_storage<KvQ8_0Short, KvQ4_0Short>(a.kv.k_dtype, [&]<class EK>() {
+    with_kv_storage<KvQ8_0Short, KvQ4_0Short>(a.kv.v_dtype, [&]<class EV>() {
+      // (Neither quantized: never here, and not instantiated.)
+      if constexpr (kKvShortBlocked<EK> || kKvShortBlocked<EV>) f.template operator()<EK, EV>(b);
+    });
+  });
+}
+
+void attention_short_blocks_task(const AttentionArgs& a, int64_t t, int64_t kvh) {
+  with_short_block_storage(a, [&]<class EK, class EV>(const AttentionArgs& b) {
+    attention_task_typed<ScalarKernels, EK, EV>(b, t, kvh);
+  });
+}
+
+void attention_short_blocks_token(const AttentionArgs& a, int64_t t) {
+  with_short_block_storage(a, [&]<class EK, class EV>(const AttentionArgs& b) {
+    attention_token_typed<ScalarKernels, EK, EV>(b, t);
+  });
+}
+
 }  // namespace
 
 void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int64_t kv_head) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
   TALLY_DCHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
                "KV types {}/{}", dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
+  if (attention_short_blocks(args)) return attention_short_blocks_task(args, token, kv_head);
   // Int8 scores take vpdpbusd where the CPU has it (AVX-512 VNNI, else AVX-VNNI on 256 bits),
   // else AVX2's vpmaddubsw: the integer sums, so the bits, are the same on all three.
   if (isa != IsaLevel::kScalar && attention_int8_scores(args)) {
@@ -96,6 +135,7 @@ void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int6
 
 void attention_token_task(IsaLevel isa, const AttentionArgs& args, int64_t token) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
+  if (attention_short_blocks(args)) return attention_short_blocks_token(args, token);
   if (isa != IsaLevel::kScalar && attention_int8_scores(args)) {  // as attention_task
     if (isa == IsaLevel::kAvx512 && cpu_features().avx512vnni)
       return detail::attention_token_task_avx512(args, token);
@@ -125,7 +165,7 @@ int64_t attention_tile_width(IsaLevel isa) {
 // no window cutting a context (a cut moves where a token's chunks start). Int8 scores
 // (attention_int8.h) run per token: the tile's lanes hold f32 dots.
 bool attention_tile_applies(const AttentionArgs& a, int64_t width, int64_t t0, int64_t nt) {
-  if (width == 0 || a.head_dim % width != 0 || attention_int8_scores(a)) return false;
+  if (width == 0 || a.head_dim % width != 0 || attention_int8_scores(a) || attention_short_blocks(a)) return false;
   if (a.window <= 0) return true;
   for (int64_t t = t0; t < t0 + nt; ++t)
     if (static_cast<int64_t>(a.positions[t]) + 1 > a.window) return false;
@@ -163,8 +203,8 @@ void attention(const AttentionArgs& args, ThreadPool& pool) {
   TALLY_CHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
               "attention over a {}/{} KV cache", dtype_name(args.kv.k_dtype),
               dtype_name(args.kv.v_dtype));
-  // q8_0 / q4_0 rows are read by block arithmetic that needs whole blocks per row and heads
-  // that tile them (KvStorage::create refuses other shapes).
+  // q8_0 / q4_0 rows are read by block arithmetic that needs heads that tile whole blocks or
+  // are one short block each (KvStorage::create refuses other shapes).
   TALLY_CHECK(kv_types_check_shape({args.kv.k_dtype, args.kv.v_dtype}, args.n_kv_heads, args.head_dim).ok(),
               "attention: {} KV heads of {} values do not tile {}/{} blocks", args.n_kv_heads,
               args.head_dim, dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));

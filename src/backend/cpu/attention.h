@@ -21,6 +21,8 @@
 // against a q8_0 / q4_0 K: those are int8 dots of a quantized query (attention_int8.h), run
 // token by token (not in tiles), all of a token's KV heads side by side when there are tokens
 // enough for the threads; the scores are the same bits on every ISA path.
+// Heads under 32 values of q8_0 / q4_0 (one short block each, tensor/kv_types.h: tiny models)
+// take the scalar kernels on every ISA path.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // The attention algorithm of attention.h, once, over a kernel set K that supplies the inner
 // loops (scores, weighted_sum, scale, exp_inplace): scalar in attention.cpp, SIMD in
 // attention_simd.h. scores reads K rows of a storage type EK, weighted_sum V rows of EV
-// (KvF32, KvF16, KvBF16, KvQ8_0, KvQ4_0), widening or dequantizing as they load.
+// (KvF32, KvF16, KvBF16, KvQ8_0, KvQ4_0; KvQ8_0Short, KvQ4_0Short on the scalar path alone),
+// widening or dequantizing as they load.
 //
 // Over a q8_0 / q4_0 K cache (attention_int8.h) the scores are int8 dots of the quantized query
 // instead (K::scores_int8: exact integer sums, then the scales in a fixed order).
@@ -88,20 +89,65 @@ struct KvQ4_0 : KvBlocked<BlockQ4_0, KvQ4_0> {
   }
 };
 
+// A head under 32 values of q8_0 / q4_0 is one short block of its own (tensor/kv_types.h,
+// quant_blocks.h): the head at element offset elem is block elem / head_dim of the layer, so
+// finding it takes head_dim. The scalar path alone reads such caches (attention.cpp), with
+// this view in place of the layer's pointer for the storage types below.
+struct KvShortBlockLayer {
+  const uint8_t* base = nullptr;
+  int64_t head_dim = 0;
+  int64_t block_bytes = 0;  // of one head
+};
+template <class T>
+struct KvShortBlocked {
+  struct Row {
+    const uint8_t* block;  // f16 d, then the levels
+    int64_t n;             // values: the head_dim
+  };
+  static Row row(const void* layer, int64_t elem) {
+    const auto* l = static_cast<const KvShortBlockLayer*>(layer);
+    return {l->base + elem / l->head_dim * l->block_bytes, l->head_dim};
+  }
+  static const void* addr(Row r) { return r.block; }
+  static int64_t bytes(Row r, int64_t /*hd*/) { return T::block_bytes(r.n); }
+  static uint16_t scale_f16(Row r, int64_t) {
+    uint16_t d;
+    __builtin_memcpy(&d, r.block, sizeof d);  // unaligned in blocks of odd size
+    return d;
+  }
+  static float scale(Row r, int64_t i) { return f16_to_f32(scale_f16(r, i)); }
+  static float at(Row r, int64_t i) { return static_cast<float>(T::level(r, i)) * scale(r, i); }
+};
+struct KvQ8_0Short : KvShortBlocked<KvQ8_0Short> {
+  static int64_t block_bytes(int64_t n) { return q8_0_block_bytes(n); }
+  static int level(Row r, int64_t i) { return static_cast<int8_t>(r.block[sizeof(uint16_t) + i]); }
+};
+// Value i < n/2 in the low nibble of byte i, the rest in the high nibbles.
+struct KvQ4_0Short : KvShortBlocked<KvQ4_0Short> {
+  static int64_t block_bytes(int64_t n) { return q4_0_block_bytes(n); }
+  static int level(Row r, int64_t i) {
+    const uint8_t* qs = r.block + sizeof(uint16_t);
+    return (i < r.n / 2 ? (qs[i] & 15) : (qs[i - r.n / 2] >> 4)) - 8;
+  }
+};
+template <class E>
+inline constexpr bool kKvShortBlocked = std::is_same_v<E, KvQ8_0Short> || std::is_same_v<E, KvQ4_0Short>;
+
 // The blocked storage types; their K is scored with int8 dots (attention_int8.h).
 template <class E>
 inline constexpr bool kKvBlocked = std::is_same_v<E, KvQ8_0> || std::is_same_v<E, KvQ4_0>;
 template <class E>
-inline constexpr bool kKvInt8 = kKvBlocked<E>;
+inline constexpr bool kKvInt8 = kKvBlocked<E> || kKvShortBlocked<E>;
 
-// f.template operator()<E>() with E the storage type of `type` (a KV type: callers check).
-template <class F>
+// f.template operator()<E>() with E the storage type of `type` (a KV type: callers check);
+// q8_0 / q4_0 as Q8 / Q4 (attention.cpp: the short-block types of heads under 32 values).
+template <class Q8 = KvQ8_0, class Q4 = KvQ4_0, class F>
 void with_kv_storage(DType type, F&& f) {
   switch (type) {
     case DType::kF16: return f.template operator()<KvF16>();
     case DType::kBF16: return f.template operator()<KvBF16>();
-    case DType::kQ8_0: return f.template operator()<KvQ8_0>();
-    case DType::kQ4_0: return f.template operator()<KvQ4_0>();
+    case DType::kQ8_0: return f.template operator()<Q8>();
+    case DType::kQ4_0: return f.template operator()<Q4>();
     default: return f.template operator()<KvF32>();
   }
 }

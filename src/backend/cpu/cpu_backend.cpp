@@ -12,6 +12,7 @@
 #include "backend/cpu/rmsnorm.h"
 #include "backend/cpu/rope.h"
 #include "base/check.h"
+#include "tensor/kv_types.h"
 #include "tensor/quantize.h"
 
 namespace tally::cpu {
@@ -69,13 +70,14 @@ class CpuBackend final : public Backend {
   }
   // Serial on purpose: two tokens naming the same slot (a caller's bug) must not race.
   void kv_write(const KvWriteArgs& a) const override {
-    const int64_t k_slot_bytes = dtype_row_bytes(a.k_dtype, a.row);
-    const int64_t v_slot_bytes = dtype_row_bytes(a.v_dtype, a.row);
+    const int64_t row = a.n_kv_heads * a.head_dim;
+    const int64_t k_slot_bytes = kv_row_bytes(a.k_dtype, a.n_kv_heads, a.head_dim);
+    const int64_t v_slot_bytes = kv_row_bytes(a.v_dtype, a.n_kv_heads, a.head_dim);
     for (int64_t t = 0; t < a.n_tokens; ++t) {
-      kv_row_store(a.k_dtype, a.k_rows + t * a.row,
-                   static_cast<std::byte*>(a.k) + a.slots[t] * k_slot_bytes, a.row);
-      kv_row_store(a.v_dtype, a.v_rows + t * a.row,
-                   static_cast<std::byte*>(a.v) + a.slots[t] * v_slot_bytes, a.row);
+      kv_row_store(a.k_dtype, a.k_rows + t * row,
+                   static_cast<std::byte*>(a.k) + a.slots[t] * k_slot_bytes, row, a.head_dim);
+      kv_row_store(a.v_dtype, a.v_rows + t * row,
+                   static_cast<std::byte*>(a.v) + a.slots[t] * v_slot_bytes, row, a.head_dim);
     }
   }
   void attention(const AttentionArgs& args, ThreadPool& pool) const override {

@@ -101,8 +101,8 @@ TEST(CliPerplexity, KlDivergenceAgainstTheF32Base) {
 
 // --kv-type / --kv-type-k / --kv-type-v each reach the cache that is scored: against the
 // default f32 cache's distributions, an f32 cache gives no divergence and each quantized one
-// some; q4_0 K costs far more than q4_0 V on stories260K (8-value heads: one K scale spans
-// four heads), so a flag that is ignored, or K and V swapped, fails here.
+// some; q4_0 K costs far more than q4_0 V on stories260K (its K has outlier channels, and
+// K's error moves every score), so a flag that is ignored, or K and V swapped, fails here.
 TEST(CliPerplexity, KvTypeFlagsChangeTheCacheScored) {
   TALLY_REQUIRE_SHARED("models/stories260K/stories260K.gguf", model);
   const std::string cmd = "perplexity -m " + shell_quote(model) + " -f " +

@@ -2,7 +2,9 @@
 // ISA path against a double-precision two-pass reference, bit-for-bit invariance of a token's
 // result to the batch around it, the thread count and the block size, 16-bit and quantized
 // caches giving exactly the f32 path's bits on the widened (dequantized) values, and q8_0 /
-// q4_0 K scored as int8 dots of the quantized query (attention_int8.h).
+// q4_0 K scored as int8 dots of the quantized query (attention_int8.h). Heads under 32 values
+// of q8_0 / q4_0 are one short block each (tensor/kv_types.h), read by the scalar kernels on
+// every ISA path.
 #include "backend/cpu/attention.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/attention_int8.h"
@@ -34,7 +37,8 @@ struct Shape {
   int64_t n_heads, n_kv_heads, head_dim;
 };
 
-// Whether a cache of these types can hold rows of this shape (q8_0 / q4_0: whole blocks).
+// Whether a cache of these types can hold rows of this shape (q8_0 / q4_0: heads of whole
+// blocks of 32, or of a divisor of 32).
 bool shape_fits(const Shape& s, KvTypes types) {
   return kv_types_check_shape(types, s.n_kv_heads, s.head_dim).ok();
 }
@@ -71,15 +75,16 @@ class Pool {
         for (int64_t i = 0; i < row(); ++i) drawn_v_[slot * row() + i] = dist(content);
       }
     }
-    // Rows are whole blocks, so the pool quantizes as one long row.
-    k_.resize(dtype_row_bytes(types.k, n));
-    v_.resize(dtype_row_bytes(types.v, n));
-    kv_row_store(IsaLevel::kScalar, types.k, drawn_k_.data(), k_.data(), n);
-    kv_row_store(IsaLevel::kScalar, types.v, drawn_v_.data(), v_.data(), n);
+    // Slots are whole heads of whole blocks, so the pool quantizes as one long row of heads.
+    const int64_t hd = s_.head_dim;
+    k_.resize(kv_row_bytes(types.k, n / hd, hd));
+    v_.resize(kv_row_bytes(types.v, n / hd, hd));
+    kv_row_store(IsaLevel::kScalar, types.k, drawn_k_.data(), k_.data(), n, hd);
+    kv_row_store(IsaLevel::kScalar, types.v, drawn_v_.data(), v_.data(), n, hd);
     wide_k_.resize(n);
     wide_v_.resize(n);
-    kv_row_load(types.k, k_.data(), wide_k_.data(), n);
-    kv_row_load(types.v, v_.data(), wide_v_.data(), n);
+    kv_row_load(types.k, k_.data(), wide_k_.data(), n, hd);
+    kv_row_load(types.v, v_.data(), wide_v_.data(), n, hd);
     for (const auto& t : tables_) views_.push_back({t.data(), static_cast<int64_t>(t.size())});
   }
   // Row of (seq, pos, kv head): as drawn (wide = false) or as stored, widened (wide = true).
@@ -165,6 +170,12 @@ std::vector<float> run_layer(IsaLevel isa, const Shape& s, const PagedKvLayer& l
 std::vector<float> run(IsaLevel isa, const Shape& s, const Pool& pool, const Query& q,
                        int threads = 1, const Scoring& scoring = {}) {
   return run_layer(isa, s, pool.layer(), pool.views(), q, threads, scoring);
+}
+
+// Whether the cache holds heads under 32 values of q8_0 / q4_0: one short block each, which
+// the scalar kernels read on every ISA path.
+bool short_blocks(const Shape& s, KvTypes types) {
+  return kv_type_short_blocks(types.k, s.head_dim) || kv_type_short_blocks(types.v, s.head_dim);
 }
 
 // Whether attention scores a cache of these types with int8 dots (attention_int8.h).
@@ -269,7 +280,8 @@ TEST(Attention, EveryPathMatchesReference) {
 
 // A 16-bit or quantized cache widens (dequantizes) on load and then runs the f32 arithmetic
 // unchanged: the same bits as an f32 cache holding the widened values, on every path, for K
-// and V of one type or of two. Not for K scored with int8 dots (the query is quantized too:
+// and V of one type or of two (short blocks: the scalar path's bits, which they take on every
+// path). Not for K scored with int8 dots (the query is quantized too:
 // Int8ScoresMatchTheirReference).
 TEST(Attention, NarrowCachesGiveTheF32BitsOfTheirValues) {
   const KvTypes pairs[] = {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
@@ -282,14 +294,15 @@ TEST(Attention, NarrowCachesGiveTheF32BitsOfTheirValues) {
       const Query q = make_queries(s, {0, 0, 1, 2, 0}, {0, 64, 4, 69, 149}, 5);
       for (IsaLevel isa : available_isas()) {
         const auto narrow = run(isa, s, pool, q);
-        const auto wide = run_layer(isa, s, pool.widened_layer(), pool.views(), q);
+        const IsaLevel wide_isa = short_blocks(s, types) ? IsaLevel::kScalar : isa;
+        const auto wide = run_layer(wide_isa, s, pool.widened_layer(), pool.views(), q);
         ASSERT_EQ(0, std::memcmp(narrow.data(), wide.data(), narrow.size() * sizeof(float)))
             << kv_types_name(types) << " head_dim=" << s.head_dim << " isa=" << isa_level_name(isa);
       }
     }
 }
 
-// Heads narrower than a block (stories260K: 8 values, 4 heads a block) and wider (64: two
+// Heads narrower than a block (stories260K: 8 values, a short block each) and wider (64: two
 // blocks a head) find their own values: a head's result moves only with its own KV head.
 TEST(Attention, QuantizedHeadsReadTheirOwnValues) {
   for (const Shape& s : {Shape{8, 4, 8}, Shape{4, 4, 64}, Shape{4, 2, 16}})
@@ -481,8 +494,8 @@ TEST(Attention, Int8QueryQuantization) {
 }
 
 // q8_0 / q4_0 K scored with int8 dots, on every path: decode-like shapes (heads of 64 and 128:
-// whole blocks, the transposed-block kernels; of 8 and 16: a block shared by heads, the
-// byte-wise loads), contexts over several chunks ending mid-pass, against the double
+// whole blocks, the transposed-block kernels; of 8 and 16: a short block each, the scalar
+// kernels), contexts over several chunks ending mid-pass, against the double
 // reference with the same quantized query; and the int8 path is really taken (its result
 // differs from the f32 path over the dequantized K).
 TEST(Attention, Int8ScoresMatchTheirReference) {
@@ -519,7 +532,8 @@ TEST(Attention, Int8ScoresAreTheSameBitsOnEveryVectorPath) {
   if (cpu_isa_level() == IsaLevel::kAvx512 && cpu_features().avx512vnni)
     paths.emplace_back("avx512", detail::attention_task_avx512);
   if (paths.size() < 2) GTEST_SKIP() << "one int8 path on this CPU";
-  const Shape shapes[] = {{32, 4, 64}, {8, 4, 8}, {4, 2, 16}, {2, 1, 256}};
+  // (Heads under 32 values never reach these kernels: ShortBlockHeadsMatchTheirReference.)
+  const Shape shapes[] = {{32, 4, 64}, {4, 1, 32}, {2, 1, 256}};
   for (const Shape& s : shapes)
     for (KvTypes types : {KvTypes(DType::kQ8_0), KvTypes(DType::kQ4_0), KvTypes(DType::kQ8_0, DType::kF16)}) {
       if (!shape_fits(s, types)) continue;
@@ -566,6 +580,52 @@ TEST(Attention, TokenTasksGiveThePerHeadBits) {
               << kv_types_name(types) << " window " << sc.window << " isa=" << isa_level_name(isa);
         }
     }
+}
+
+// Heads under 32 values (stories260K's 8, down to 1) of q8_0 / q4_0, alone and mixed with the
+// other types, each head one short block with its own scale: against the double reference over
+// the stored values (the f32 arithmetic's error; with the int8 query where K is int8-scored)
+// and over the drawn ones (what the types cost), and the same bits on every ISA path, thread
+// count and block size, and through the token and tile tasks (the scalar kernels serve all).
+TEST(Attention, ShortBlockHeadsMatchTheirReference) {
+  const Shape shapes[] = {{8, 4, 8}, {4, 2, 16}, {6, 3, 4}, {20, 2, 8}, {4, 4, 2}, {2, 2, 1}};
+  const KvTypes pairs[] = {DType::kQ8_0,  DType::kQ4_0, {DType::kQ8_0, DType::kF16}, {DType::kF16, DType::kQ4_0},
+                           {DType::kQ4_0, DType::kQ8_0}, {DType::kF32, DType::kQ8_0}, {DType::kBF16, DType::kQ4_0}};
+  int checked = 0;
+  for (const Shape& s : shapes)
+    for (KvTypes types : pairs) {
+      if (!shape_fits(s, types)) continue;  // q4_0: even heads
+      ASSERT_TRUE(short_blocks(s, types));
+      ++checked;
+      const std::string what = kv_types_name(types) + " heads " + std::to_string(s.n_heads) + "/" +
+                               std::to_string(s.n_kv_heads) + " head_dim " + std::to_string(s.head_dim);
+      const Pool pool(s, 16, {150, 5, 70}, 51, types);
+      const Pool pool3(s, 3, {150, 5, 70}, 51, types);
+      const Query q = make_queries(s, {0, 0, 0, 1, 2, 2, 0, 0}, {0, 63, 64, 4, 65, 69, 148, 149}, 52);
+      const auto want = reference(s, pool, q, true, {}, int8_scores(s, types));
+      const auto drawn = reference(s, pool, q, false);
+      const double tol = std::max(storage_tolerance(types.k), storage_tolerance(types.v));
+      const auto scalar = run(IsaLevel::kScalar, s, pool, q);
+      for (size_t i = 0; i < scalar.size(); ++i) {
+        ASSERT_NEAR(scalar[i], want[i], 2e-5 * (1 + std::fabs(want[i]))) << "i=" << i << " " << what;
+        ASSERT_NEAR(scalar[i], drawn[i], tol * (1 + std::fabs(drawn[i]))) << "i=" << i << " " << what;
+      }
+      const auto same_bits = [&](const std::vector<float>& got, const std::string& how) {
+        ASSERT_EQ(0, std::memcmp(got.data(), scalar.data(), got.size() * sizeof(float))) << how << " " << what;
+      };
+      for (IsaLevel isa : available_isas()) {
+        same_bits(run(isa, s, pool, q), std::string("task ") + isa_level_name(isa));
+        std::vector<float> token(q.q.size(), -7.0f), tile(q.q.size(), -7.0f);
+        const AttentionArgs a_token = make_args(s, pool.layer(), pool.views(), q, token.data(), {});
+        const AttentionArgs a_tile = make_args(s, pool.layer(), pool.views(), q, tile.data(), {});
+        for (int64_t t = 0; t < a_token.n_tokens; ++t) attention_token_task(isa, a_token, t);
+        for (int64_t h = 0; h < s.n_kv_heads; ++h) attention_tile_task(isa, a_tile, 0, a_tile.n_tokens, h);
+        same_bits(token, std::string("token task ") + isa_level_name(isa));
+        same_bits(tile, std::string("tile task ") + isa_level_name(isa));
+      }
+      for (int threads : {1, 2, 3}) same_bits(run(cpu_isa_level(), s, pool3, q, threads), std::to_string(threads) + " threads");
+    }
+  EXPECT_EQ(checked, 38);  // 7 pairs x 5 even shapes, 3 without q4_0 at head_dim 1
 }
 
 TEST(Attention, SinglePositionReturnsItsValue) {

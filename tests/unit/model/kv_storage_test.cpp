@@ -30,7 +30,7 @@ KvStorageShape shape(KvTypes types, int64_t n_blocks = 10, int64_t block_size = 
 }
 
 // Bytes of one slot's row of 4 heads x 8 values.
-int64_t row_bytes(DType dtype) { return tally::dtype_row_bytes(dtype, 32); }
+int64_t row_bytes(DType dtype) { return tally::kv_row_bytes(dtype, 4, 8); }
 
 KvStorage make(const KvStorageShape& s) {
   auto kv = KvStorage::create(s);
@@ -39,9 +39,10 @@ KvStorage make(const KvStorageShape& s) {
 }
 
 TEST(KvStorage, BytesPerType) {
-  // Bytes of a row of 32 values: 4 a value, 2, 2, 34 a block, 18 a block.
+  // Bytes of a row of 4 heads of 8 values (stories260K's): 4 a value, 2, 2; q8_0 and q4_0 one
+  // block a head: 2 + 8 bytes, 2 + 4 bytes.
   for (auto [dtype, bytes] : {std::pair{DType::kF32, 128}, {DType::kF16, 64}, {DType::kBF16, 64},
-                              {DType::kQ8_0, 34}, {DType::kQ4_0, 18}}) {
+                              {DType::kQ8_0, 40}, {DType::kQ4_0, 24}}) {
     const KvStorageShape s = shape(dtype);
     EXPECT_EQ(s.bytes_per_token(), 2 * 5 * bytes) << dtype_name(dtype);
     EXPECT_EQ(s.bytes_per_block(), 16 * s.bytes_per_token());
@@ -51,7 +52,11 @@ TEST(KvStorage, BytesPerType) {
     EXPECT_EQ(kv.bytes(), s.bytes());
     EXPECT_EQ(kv.types(), KvTypes(dtype));
   }
-  EXPECT_EQ(shape({DType::kQ8_0, DType::kF16}).bytes_per_token(), 5 * (34 + 64));
+  EXPECT_EQ(shape({DType::kQ8_0, DType::kF16}).bytes_per_token(), 5 * (40 + 64));
+  // Heads of 16 and 4: one block each; heads of 64: two blocks of 32 each.
+  EXPECT_EQ(KvStorageShape({1, 2, 16, 1, 1, DType::kQ8_0}).bytes_per_token(), 2 * 2 * 18);
+  EXPECT_EQ(KvStorageShape({1, 3, 4, 1, 1, DType::kQ4_0}).bytes_per_token(), 2 * 3 * 4);
+  EXPECT_EQ(KvStorageShape({1, 2, 64, 1, 1, DType::kQ8_0}).bytes_per_token(), 2 * 4 * 34);
   tally::ModelConfig c;
   c.n_layers = 32;
   c.n_kv_heads = 8;
@@ -98,9 +103,14 @@ TEST(KvStorage, BadShapesAreErrors) {
     EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << kv_types_name(bad);
     EXPECT_NE(st.message().find(std::string(dtype_name(bad.v))), std::string::npos) << st.to_string();
   }
-  // Blocks of 32 must tile each row and each head: 3 heads of 8 (a row of 24) do not, nor
-  // heads of 48 (a head straddles a block edge unevenly).
-  for (auto [heads, dim] : {std::pair{3, 8}, {2, 48}})
+  // A head must be whole blocks of 32 or one block of a divisor of 32 (even for q4_0): heads
+  // of 48 (straddling a block edge) and of 12 are neither. (3 heads of 8 are: one block each.)
+  EXPECT_TRUE(KvStorage::create({5, 3, 8, 10, 16, DType::kQ4_0}).ok());
+  EXPECT_TRUE(KvStorage::create({5, 4, 1, 10, 16, DType::kQ8_0}).ok());
+  const auto odd = KvStorage::create({5, 4, 1, 10, 16, DType::kQ4_0}).status();  // a byte holds 2 values
+  EXPECT_EQ(odd.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(odd.message().find("q4_0"), std::string::npos) << odd.to_string();
+  for (auto [heads, dim] : {std::pair{2, 48}, {4, 12}})
     for (KvTypes types : {KvTypes(DType::kQ8_0), KvTypes(DType::kF16, DType::kQ4_0)}) {
       const auto st = KvStorage::create({5, heads, dim, 10, 16, types}).status();
       EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << kv_types_name(types);
@@ -121,9 +131,9 @@ std::vector<float> row_for(int64_t layer, int64_t slot, int kv, uint32_t seed) {
 // What a row reads back as after being stored in `dtype`.
 std::vector<float> stored(DType dtype, const std::vector<float>& r) {
   std::vector<uint8_t> bytes(r.size() * 4);
-  tally::cpu::kv_row_store(tally::IsaLevel::kScalar, dtype, r.data(), bytes.data(), 32);
+  tally::cpu::kv_row_store(tally::IsaLevel::kScalar, dtype, r.data(), bytes.data(), 32, 8);
   std::vector<float> out(r.size());
-  tally::cpu::kv_row_load(dtype, bytes.data(), out.data(), 32);
+  tally::cpu::kv_row_load(dtype, bytes.data(), out.data(), 32, 8);
   return out;
 }
 
@@ -152,10 +162,10 @@ TEST(KvStorage, StoreRoundsToTheTypeAndLoadReadsItBack) {
           ASSERT_EQ(got, stored(dtype, drawn))
               << dtype_name(dtype) << " l=" << l << " slot=" << slot;
           // Close to what was stored: f16 keeps 11 bits, bf16 8; q8_0 within a step of
-          // amax / 127, q4_0 of amax / 8 (its positive side may clamp).
-          double amax = 0;
-          for (float x : drawn) amax = std::max<double>(amax, std::fabs(x));
+          // amax / 127, q4_0 of amax / 8 (its positive side may clamp), amax its own head's.
           for (int i = 0; i < 32; ++i) {
+            double amax = 0;
+            for (int j = i / 8 * 8; j < i / 8 * 8 + 8; ++j) amax = std::max<double>(amax, std::fabs(drawn[j]));
             const double tol = dtype == DType::kF32    ? 0
                                : dtype == DType::kF16  ? 0x1p-11 * std::fabs(drawn[i])
                                : dtype == DType::kBF16 ? 0x1p-8 * std::fabs(drawn[i])

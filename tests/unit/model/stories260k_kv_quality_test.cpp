@@ -2,10 +2,11 @@
 // next-token distribution, q8_0 / q4_0 KV against an f32 KV cache, teacher-forced over 512
 // tokens of a TinyStories-style text (tests/data/text/kv_quality_story.txt) at context 512.
 // Scored as llama.cpp's perplexity tool scores a chunk: the second half of the context, where
-// each position attends to at least 256 cached ones. The issue's target for q8_0 is 0.002; on
-// this model it is missed a little (seen 0.0023): stories260K's heads are 8 values, so one
-// block of 32 (and its one scale) spans 4 KV heads, and K's largest head sets the step of all
-// four. q4_0 K is unusable here for the same reason (seen KLD ~1); q4_0 V alone costs little.
+// each position attends to at least 256 cached ones. The issue's target for q8_0 is 0.002 (seen
+// 0.0013). stories260K's heads are 8 values: each is one block with its own scale
+// (tensor/kv_types.h); when one block of 32 spanned 4 KV heads, K's largest head set the step
+// of all four and q8_0 missed the target (0.0023). q4_0 K still costs much on this model (seen
+// 0.53: K has outlier channels); q4_0 V alone costs little.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,9 +94,9 @@ TEST_F(Stories260KKvQuality, QuantizedKvKldAgainstF32) {
   EXPECT_LT(kld[0], 1e-4) << "f16 KV";
   EXPECT_LT(kld[0], kld[1]);  // f16 < q8_0 < q4_0: the cache really is quantized
   EXPECT_LT(kld[1], kld[2]);
-  EXPECT_LE(kld[1], 0.003) << "q8_0 KV";
-  EXPECT_LE(kld[3], 0.003) << "q8_0 K, f16 V";
-  EXPECT_LE(kld[4], 0.004) << "f16 K, q4_0 V";
+  EXPECT_LE(kld[1], 0.002) << "q8_0 KV";  // issue 13's target
+  EXPECT_LE(kld[3], 0.002) << "q8_0 K, f16 V";
+  EXPECT_LE(kld[4], 0.0025) << "f16 K, q4_0 V";
 }
 
 }  // namespace

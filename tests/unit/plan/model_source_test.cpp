@@ -1,6 +1,8 @@
 #include <filesystem>
 #include <fstream>
+#include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "plan/gguf_source.h"
@@ -8,6 +10,7 @@
 #include "plan/model_spec.h"
 #include "plan/plan.h"
 #include "plan/plan_presets.h"
+#include "plan/plan_report.h"
 #include "support/test_data.h"
 
 namespace tally::plan {
@@ -213,6 +216,16 @@ TEST(GgufSource, Stories260K) {
   EXPECT_EQ(p->weight_types[0].type, "f32");
   EXPECT_EQ(p->weight_types[0].n_tensors, 48);
   EXPECT_EQ(p->kv_bytes_per_token, 2 * 5 * 4 * 8 * 2);  // 640 B in f16
+  // q8_0 / q4_0 KV: each 8-value head one block of its own, 2 + 8 and 2 + 4 bytes.
+  for (auto [type, row] : {std::pair{DType::kQ8_0, 4 * 10}, {DType::kQ4_0, 4 * 6}}) {
+    PlanOptions kv;
+    kv.kv_type = type;
+    auto pk = compute_plan(*m, kv);
+    ASSERT_TRUE(pk.ok()) << pk.status().to_string();
+    EXPECT_EQ(pk->kv_bytes_per_token, 2 * 5 * row) << dtype_name(type);
+    const std::string value = fmt::format("x {:g} B ({})", row / 32.0, dtype_name(type));  // 10/8, 6/8
+    EXPECT_NE(plan_table(*pk).find(value), std::string::npos) << value << "\n" << plan_table(*pk);
+  }
 
   // Re-planned in q8_0: rows of 64 fill 2 blocks; ffn_down rows of 172 do not (f16).
   PlanOptions q8;

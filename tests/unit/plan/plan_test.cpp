@@ -297,9 +297,10 @@ TEST(ComputePlan, QuantizedKvTypesSizeTheirBlocks) {
   };
   const int64_t f16 = per_token(DType::kF16);
   EXPECT_EQ(per_token(DType::kF32), 2 * f16);
-  EXPECT_EQ(per_token(DType::kQ8_0) * 64, f16 * 34);  // 34 bytes per 32 values, f16 64
-  EXPECT_EQ(per_token(DType::kQ4_0) * 64, f16 * 18);
-  EXPECT_EQ(per_token({DType::kQ8_0, DType::kF16}) * 128, f16 * (34 + 64));
+  // 2 heads of 16 a row, each one block: 18 bytes in q8_0, 10 in q4_0, 32 in f16.
+  EXPECT_EQ(per_token(DType::kQ8_0) * 32, f16 * 18);
+  EXPECT_EQ(per_token(DType::kQ4_0) * 32, f16 * 10);
+  EXPECT_EQ(per_token({DType::kQ8_0, DType::kF16}) * 128, f16 * (36 + 64));
 }
 
 TEST(ComputePlan, LongerContextThanTrainedIsNoted) {
