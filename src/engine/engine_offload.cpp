@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "tensor/kv_types.h"
 
 namespace tally {
 
@@ -26,7 +27,11 @@ Result<PrefixKey> kv_offload_fingerprint(const std::string& model_path,
   XXH3_128bits_update(state.get(), file->data(), file->size());
   const int64_t layout[] = {static_cast<int64_t>(file->size()), shape.n_layers, shape.n_kv_heads,
                             shape.head_dim, shape.block_size,
-                            static_cast<int64_t>(shape.types.k), static_cast<int64_t>(shape.types.v)};
+                            static_cast<int64_t>(shape.types.k), static_cast<int64_t>(shape.types.v),
+                            // the bytes of a slot: caches of an older row layout (q8_0 / q4_0
+                            // heads under 32 values shared a block before) never match
+                            kv_row_bytes(shape.types.k, shape.n_kv_heads, shape.head_dim),
+                            kv_row_bytes(shape.types.v, shape.n_kv_heads, shape.head_dim)};
   XXH3_128bits_update(state.get(), layout, sizeof layout);
   const XXH128_hash_t h = XXH3_128bits_digest(state.get());
   return PrefixKey{h.low64, h.high64};

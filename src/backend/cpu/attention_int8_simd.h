@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "backend/cpu/attention_impl.h"
+#include "base/check.h"
 
 namespace tally::cpu {
 namespace {
@@ -29,16 +30,6 @@ struct Int8Scores {
     return v;
   }
 
-  // Any segment shape: the bytes one at a time (heads under 32 values: small models only).
-  template <class EK, int kBias>
-  static void load_bytes(const typename EK::Row* rows, int64_t first, int64_t seg, I* kt) {
-    alignas(64) uint8_t buf[8][kN * 4];
-    for (int i = 0; i < kN; ++i)
-      for (int64_t b = 0; b < seg; ++b)
-        buf[b / 4][i * 4 + b % 4] = static_cast<uint8_t>(EK::level(rows[i], first + b) + kBias);
-    for (int64_t j = 0; j < seg / 4; ++j) kt[j] = O::load_i(buf[j]);
-  }
-
   // s[g * kAttentionChunk + p] for heads g < NG and positions p < nc (lanes past nc are
   // computed on a repeated row and stored within the chunk's row, never read). K rows are
   // asked for a pass ahead, and each pass's V rows (EV, in v_layer) for the weighted sum: the
@@ -47,19 +38,9 @@ struct Int8Scores {
   template <class EK, class EV, int NG>
   static void scores(const QueryInt8& qq, const void* k_layer, const void* v_layer,
                      const int64_t* offset, int64_t nc, int64_t hd, int64_t prefetch_heads, float* s) {
-    if (qq.seg == 32)
-      scores_segments<EK, EV, NG, true>(qq, k_layer, v_layer, offset, nc, hd, prefetch_heads, s);
-    else
-      scores_segments<EK, EV, NG, false>(qq, k_layer, v_layer, offset, nc, hd, prefetch_heads, s);
-  }
-
- private:
-  // kWhole: segments are whole blocks (a head starts on a block, segment sg is block sg), so
-  // the transposed K stays in registers across the heads.
-  template <class EK, class EV, int NG, bool kWhole>
-  static void scores_segments(const QueryInt8& qq, const void* k_layer, const void* v_layer,
-                              const int64_t* offset, int64_t nc, int64_t hd, int64_t prefetch_heads,
-                              float* s) {
+    // Segments are whole blocks: a quantized head here is whole blocks (shorter heads are
+    // short blocks, attention.cpp gives them the scalar kernels), so segment sg is block sg.
+    TALLY_DCHECK(qq.seg == 32, "int8 scores over segments of {}", qq.seg);
     constexpr bool kQ4 = std::is_same_v<EK, KvQ4_0>;
     constexpr int kBias = kQ4 ? 8 : O::kQ8Bias;  // q4_0: the nibble itself is level + 8
     // A head's rows span the same bytes at every position (a slot is whole blocks).
@@ -67,41 +48,31 @@ struct Int8Scores {
     const int64_t v_bytes = prefetch_heads * EV::bytes(EV::row(v_layer, offset[0]), hd);
     for (int64_t p = 0; p < nc && p < kN && k_bytes > 0; ++p)
       prefetch_bytes(EK::addr(EK::row(k_layer, offset[p])), k_bytes);
-    // The positions' K scales of every segment, gathered before any is loaded as a vector (a
-    // vector load right after its lanes' scalar stores would wait for them to retire).
-    const int64_t n_pad = (nc + kN - 1) / kN * kN;
-    alignas(64) uint16_t dk[QueryInt8::kMaxSegments][kAttentionChunk];
-    for (int64_t p = 0; p < n_pad; ++p) {
-      const typename EK::Row row = EK::row(k_layer, offset[p < nc ? p : nc - 1]);
-      for (int64_t sg = 0; sg < qq.n_seg; ++sg) dk[sg][p] = EK::scale_f16(row, sg * qq.seg);
-    }
     for (int64_t p0 = 0; p0 < nc; p0 += kN) {
+      typename EK::Row rows[kN];
+      for (int i = 0; i < kN; ++i) rows[i] = EK::row(k_layer, offset[p0 + i < nc ? p0 + i : nc - 1]);
+      // The pass's K scales of every segment, gathered first: a vector load right after its
+      // lanes' scalar stores would wait for them to retire.
+      alignas(64) uint16_t dk[QueryInt8::kMaxSegments][kN];
+      for (int i = 0; i < kN; ++i)
+        for (int64_t sg = 0; sg < qq.n_seg; ++sg) dk[sg][i] = EK::scale_f16(rows[i], sg * qq.seg);
       if (k_bytes > 0) {
         for (int64_t p = p0 + kN; p < nc && p < p0 + 2 * kN; ++p)
           prefetch_bytes(EK::addr(EK::row(k_layer, offset[p])), k_bytes);
         for (int64_t p = p0; p < nc && p < p0 + kN; ++p)
           prefetch_bytes(EV::addr(EV::row(v_layer, offset[p])), v_bytes);
       }
-      typename EK::Row rows[kN];
-      for (int i = 0; i < kN; ++i) rows[i] = EK::row(k_layer, offset[p0 + i < nc ? p0 + i : nc - 1]);
       F acc[NG];  // set by segment 0; zeroed one by one (`= {}` became a rep stos of memory)
       for (int g = 0; g < NG; ++g) acc[g] = O::set1(0.0f);
       for (int64_t sg = 0; sg < qq.n_seg; ++sg) {
         I kt[8];
-        if constexpr (kWhole)
-          O::template load_block<EK>(rows, sg, kt);
-        else
-          load_bytes<EK, kBias>(rows, sg * qq.seg, qq.seg, kt);
-        const F dkv = O::load_f16(dk[sg] + p0);
+        O::template load_block<EK>(rows, sg, kt);
+        const F dkv = O::load_f16(dk[sg]);
         for (int g = 0; g < NG; ++g) {
           const int8_t* q = qq.q[g] + sg * qq.seg;
           I isum = O::zero_i();
-          if constexpr (kWhole) {  // a constant trip count: kt stays in registers
-            for (int j = 0; j < 8; ++j) isum = O::template dot<kBias == 0>(isum, kt[j], query_dword(q, j));
-          } else {
-            for (int64_t j = 0; j < qq.seg / 4; ++j)
-              isum = O::template dot<kBias == 0>(isum, kt[j], query_dword(q, j));
-          }
+          // A constant trip count: kt stays in registers across the heads.
+          for (int j = 0; j < 8; ++j) isum = O::template dot<kBias == 0>(isum, kt[j], query_dword(q, j));
           const F x = O::mul(O::to_f(O::sub_i(isum, kBias * qq.sum[g][sg])), dkv);
           acc[g] = sg == 0 ? O::mul(x, O::set1(qq.e[g][sg])) : O::fmadd(x, O::set1(qq.e[g][sg]), acc[g]);
         }

@@ -115,7 +115,8 @@ TEST(EngineKvOffload, FingerprintIsTheModelFileAndTheKvShape) {
   XXH3_128bits_update(st, bytes.data(), bytes.size());
   const int64_t layout[] = {static_cast<int64_t>(bytes.size()), 5, 4, 8, 16,
                             static_cast<int64_t>(tally::DType::kF16),
-                            static_cast<int64_t>(tally::DType::kF16)};
+                            static_cast<int64_t>(tally::DType::kF16),
+                            4 * 8 * 2, 4 * 8 * 2};  // the slot bytes of K and V
   XXH3_128bits_update(st, layout, sizeof layout);
   const XXH128_hash_t h = XXH3_128bits_digest(st);
   XXH3_freeState(st);
