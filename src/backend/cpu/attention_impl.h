@@ -288,6 +288,7 @@ class AttentionRun {
       for (int64_t d = 0; d < hd_; ++d) out_[g * hd_ + d] = 0.0f;
     }
   }
+  void set_prefetch_heads(int64_t n) { prefetch_heads_ = n; }
   int64_t first() const { return first_; }
   int64_t n_ctx() const { return n_ctx_; }
 
@@ -377,10 +378,30 @@ void attention_token_typed(const AttentionArgs& a, int64_t t) {
     AttentionRun<K, EK, EV> runs[kAttentionTokenHeads];
     for (int64_t h0 = 0; h0 < a.n_kv_heads; h0 += kAttentionTokenHeads) {
       const int64_t nh = a.n_kv_heads - h0 < kAttentionTokenHeads ? a.n_kv_heads - h0 : kAttentionTokenHeads;
-      // The first head's run asks for all nh heads' rows: they are adjacent in each slot.
+      // The first head's run asks for the first chunk's rows of all nh heads (adjacent in
+      // each slot); every later chunk's are asked for a chunk ahead, a share before each
+      // head's turn, so they arrive while the heads work rather than as the first one starts.
       for (int64_t h = 0; h < nh; ++h) runs[h].begin(a, t, h0 + h, 0, n_rep, h == 0 ? nh : 0);
-      for (int64_t c0 = runs[0].first(); c0 < runs[0].n_ctx(); c0 += kAttentionChunk)
-        for (int64_t h = 0; h < nh; ++h) runs[h].chunk(c0);
+      const int64_t hd = a.head_dim, bs = a.kv.block_size;
+      const int64_t k_bytes = nh * EK::bytes(EK::row(a.kv.k, h0 * hd), hd);
+      const int64_t v_bytes = nh * EV::bytes(EV::row(a.kv.v, h0 * hd), hd);
+      const int64_t share = (kAttentionChunk + nh - 1) / nh;
+      const int64_t n_ctx = runs[0].n_ctx();
+      int64_t next[kAttentionChunk];
+      for (int64_t c0 = runs[0].first(); c0 < n_ctx; c0 += kAttentionChunk) {
+        const int64_t c1 = c0 + kAttentionChunk;
+        const int64_t n_next = n_ctx - c1 < kAttentionChunk ? n_ctx - c1 : kAttentionChunk;
+        if (n_next > 0)
+          attention_chunk_offsets(a.block_tables[a.seq_index[t]], bs, c1, n_next, a.n_kv_heads * hd, h0 * hd, next);
+        for (int64_t h = 0; h < nh; ++h) {
+          for (int64_t p = h * share; p < n_next && p < (h + 1) * share; ++p) {
+            prefetch_bytes(EK::addr(EK::row(a.kv.k, next[p])), k_bytes);
+            prefetch_bytes(EV::addr(EV::row(a.kv.v, next[p])), v_bytes);
+          }
+          runs[h].chunk(c0);
+        }
+        runs[0].set_prefetch_heads(0);
+      }
       for (int64_t h = 0; h < nh; ++h) runs[h].end();
     }
   }
