@@ -194,25 +194,19 @@ void zmm_tile_n(int64_t n, const uint8_t* base, const MatmulTile& tile, int64_t 
   }
 }
 
-// Tokens [t, t_end) against groups [g, g + 2Z): as few tiles as kZmmTokens allows, of
-// widths as even as they go (8 tokens: 4 + 4, not 6 + 2, whose narrow tile loads and unpacks
-// the panel's weights for 2 tokens). A token's sums do not depend on its tile.
+// Tokens [t, t_end) against groups [g, g + 2Z), kZmmTokens at a time, then the remainder.
 // `first`: these are the first tokens to touch the panel, whose first tile prefetches.
 template <class Q, int Z>
 void zmm_tokens(const uint8_t* base, const MatmulTile& tile, int64_t g0, int64_t g, int64_t t,
                 int64_t t_end, int64_t group_bytes, bool first) {
-  int64_t n_tiles = (t_end - t + kZmmTokens - 1) / kZmmTokens;
-  for (; t < t_end; --n_tiles) {
-    const int64_t n = (t_end - t + n_tiles - 1) / n_tiles;
-    if (first)
-      zmm_tile_n<Q, Z, kZmmTokens, true>(n, base, tile, g0, g, t, group_bytes);
-    else if (n == kZmmTokens)
-      zmm_tile_store<Q, Z, kZmmTokens, false>(base, tile, g0, g, t, group_bytes);
-    else
-      zmm_tile_n<Q, Z, kZmmTokens - 1, false>(n, base, tile, g0, g, t, group_bytes);
-    first = false;
+  if (first) {
+    const int64_t n = std::min<int64_t>(kZmmTokens, t_end - t);
+    zmm_tile_n<Q, Z, kZmmTokens, true>(n, base, tile, g0, g, t, group_bytes);
     t += n;
   }
+  for (; t + kZmmTokens <= t_end; t += kZmmTokens)
+    zmm_tile_store<Q, Z, kZmmTokens, false>(base, tile, g0, g, t, group_bytes);
+  zmm_tile_n<Q, Z, kZmmTokens - 1, false>(t_end - t, base, tile, g0, g, t, group_bytes);
 }
 
 // The tile's rows in panels of 4 groups (a lone last pair or group takes a narrower tile;
