@@ -54,12 +54,13 @@ struct Avx2Dot {
 
 // The super-block types: the GEMM from 8 tokens, the per-row kernels below.
 template <class G, MatmulTileFn narrow>
-constexpr MatmulTileFn kgemm = simd::tile_kgemm_ymm<G, Avx2Dot, narrow>;
+constexpr MatmulTileFn kgemm = simd::tile_gemm_or_rows<simd::KGemmYmm<G, Avx2Dot>, narrow>;
 
 // The 32-block types with per-row kernels: the GEMM from 8 tokens, those kernels below.
 template <class Unpack>
 constexpr MatmulTileFn block32 =
-    simd::tile_b32gemm_ymm<Unpack, Avx2Dot, simd::tile_rows<simd::Block32Kernel<Avx2Dot, Unpack>>>;
+    simd::tile_gemm_or_rows<simd::Block32GemmYmm<Unpack, Avx2Dot>,
+                            simd::tile_rows<simd::Block32Kernel<Avx2Dot, Unpack>>>;
 
 }  // namespace
 

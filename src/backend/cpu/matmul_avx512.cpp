@@ -44,10 +44,14 @@ void tile_float(const MatmulTile& tile) {
   simd::tile_float_zmm<Load>(tile, matmul_kernels_avx2().*narrow);
 }
 
+// The super-block types: the GEMM from 8 tokens, the per-row kernels below.
+template <class G, MatmulTileFn narrow>
+constexpr MatmulTileFn kgemm = simd::tile_gemm_or_rows<simd::KGemmZmm<G>, narrow>;
+
 // The 32-block types with per-row kernels: the GEMM from 8 tokens, those kernels below.
 template <class Unpack>
 constexpr MatmulTileFn block32 =
-    simd::tile_b32gemm_zmm<Unpack, simd::tile_rows<simd::Block32Kernel<VnniDot, Unpack>>>;
+    simd::tile_gemm_or_rows<simd::Block32GemmZmm<Unpack>, simd::tile_rows<simd::Block32Kernel<VnniDot, Unpack>>>;
 
 }  // namespace
 
@@ -59,18 +63,18 @@ const MatmulKernels& matmul_kernels_avx512_vnni() {
       tile_float<simd::PairBf16, &MatmulKernels::bf16>,
       simd::tile_gemm_zmm<VnniDot, simd::Q8_0Zmm>,
       simd::tile_gemm_zmm<VnniDot, simd::Q4_0Zmm>,
-      simd::tile_kgemm_zmm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot>>>,
-      simd::tile_kgemm_zmm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<VnniDot>>>,
+      kgemm<simd::Q4KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot>>>,
+      kgemm<simd::Q6KGemm, simd::tile_rows<simd::Q6KKernel<VnniDot>>>,
       block32<simd::Q4_1Unpack>,
       block32<simd::Q5_0Unpack>,
       block32<simd::Q5_1Unpack>,
-      simd::tile_kgemm_zmm<simd::K16Gemm<simd::Q2KUnpack>,
+      kgemm<simd::K16Gemm<simd::Q2KUnpack>,
                            simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q2KUnpack>>>,
-      simd::tile_kgemm_zmm<simd::K16Gemm<simd::Q3KUnpack>,
+      kgemm<simd::K16Gemm<simd::Q3KUnpack>,
                            simd::tile_rows<simd::K16Kernel<VnniDot, simd::Q3KUnpack>>>,
-      simd::tile_kgemm_zmm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot, BlockQ5_K>>>,
+      kgemm<simd::Q5KGemm, simd::tile_rows<simd::Q4KKernel<VnniDot, BlockQ5_K>>>,
       block32<simd::IQ4NLUnpack>,
-      simd::tile_kgemm_zmm<simd::IQ4XSGemm,
+      kgemm<simd::IQ4XSGemm,
                            simd::tile_rows<simd::IQ4XSKernel<VnniDot>>>,
       matmul_kernels_avx2().act32,
       matmul_kernels_avx2().act_k,

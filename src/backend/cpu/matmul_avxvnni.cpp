@@ -32,13 +32,13 @@ using AvxVnniDot = simd::VnniDot<VexDpbusd>;
 
 // The super-block types: the GEMM from 8 tokens, the per-row kernels below.
 template <class G, MatmulTileFn narrow>
-constexpr MatmulTileFn kgemm = simd::tile_kgemm_ymm<G, AvxVnniDot, narrow>;
+constexpr MatmulTileFn kgemm = simd::tile_gemm_or_rows<simd::KGemmYmm<G, AvxVnniDot>, narrow>;
 
 // The 32-block types with per-row kernels: the GEMM from 8 tokens, those kernels below.
 template <class Unpack>
 constexpr MatmulTileFn block32 =
-    simd::tile_b32gemm_ymm<Unpack, AvxVnniDot,
-                           simd::tile_rows<simd::Block32Kernel<AvxVnniDot, Unpack>>>;
+    simd::tile_gemm_or_rows<simd::Block32GemmYmm<Unpack, AvxVnniDot>,
+                            simd::tile_rows<simd::Block32Kernel<AvxVnniDot, Unpack>>>;
 
 }  // namespace
 

@@ -135,13 +135,5 @@ struct Block32GemmYmm : Block32Form<U, /*kSignedAsU8=*/!Isa::kInt16Pairs> {
   }
 };
 
-// From kKGemmMinTokens tokens on the GEMM; fewer take `narrow`, the per-row kernels: the same
-// bits.
-template <class U, class Isa, MatmulTileFn narrow>
-void tile_b32gemm_ymm(const MatmulTile& tile) {
-  if (tile.acts->n_tokens < kKGemmMinTokens) return narrow(tile);
-  gemm_row_groups<Block32GemmYmm<U, Isa>>(tile);
-}
-
 }  // namespace
 }  // namespace tally::cpu::detail::simd

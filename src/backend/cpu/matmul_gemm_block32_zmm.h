@@ -83,13 +83,5 @@ struct Block32GemmZmm : Block32Form<U, /*kSignedAsU8=*/true> {
   }
 };
 
-// From kKGemmMinTokens tokens on the GEMM; fewer take `narrow`, the per-row kernels: the same
-// bits.
-template <class U, MatmulTileFn narrow>
-void tile_b32gemm_zmm(const MatmulTile& tile) {
-  if (tile.acts->n_tokens < kKGemmMinTokens) return narrow(tile);
-  gemm_row_groups<Block32GemmZmm<U>>(tile);
-}
-
 }  // namespace
 }  // namespace tally::cpu::detail::simd

@@ -249,5 +249,13 @@ void gemm_row_groups(const MatmulTile& tile) {
   }
 }
 
+// A weight type's tile function: from kKGemmMinTokens tokens on the GEMM of form F, fewer
+// tokens through `narrow`, the per-row kernels (the same bits).
+template <class F, MatmulTileFn narrow>
+void tile_gemm_or_rows(const MatmulTile& tile) {
+  if (tile.acts->n_tokens < kKGemmMinTokens) return narrow(tile);
+  gemm_row_groups<F>(tile);
+}
+
 }  // namespace
 }  // namespace tally::cpu::detail::simd

@@ -222,12 +222,5 @@ struct KGemmYmm {
   }
 };
 
-// Fewer than kKGemmMinTokens tokens take `narrow`, the per-row kernels: the same bits.
-template <class G, class Isa, MatmulTileFn narrow>
-void tile_kgemm_ymm(const MatmulTile& tile) {
-  if (tile.acts->n_tokens < kKGemmMinTokens) return narrow(tile);
-  gemm_row_groups<KGemmYmm<G, Isa>>(tile);
-}
-
 }  // namespace
 }  // namespace tally::cpu::detail::simd

@@ -169,12 +169,5 @@ struct KGemmZmm {
   }
 };
 
-// Fewer than kKGemmMinTokens tokens take `narrow`, the per-row kernels: the same bits.
-template <class G, MatmulTileFn narrow>
-void tile_kgemm_zmm(const MatmulTile& tile) {
-  if (tile.acts->n_tokens < kKGemmMinTokens) return narrow(tile);
-  gemm_row_groups<KGemmZmm<G>>(tile);
-}
-
 }  // namespace
 }  // namespace tally::cpu::detail::simd
