@@ -113,39 +113,44 @@ void attention_short_blocks_token(const AttentionArgs& a, int64_t t) {
 
 }  // namespace
 
+namespace {
+
+// The kernel set a task runs through on ISA path `isa`. Int8 scores take vpdpbusd where the
+// CPU has it (AVX-512 VNNI, else AVX-VNNI on 256 bits), else AVX2's vpmaddubsw: the integer
+// sums, so the bits, are the same on all three.
+enum class AttentionKernels { kScalar, kAvx2, kAvxVnni, kAvx512 };
+AttentionKernels attention_kernels(IsaLevel isa, const AttentionArgs& a) {
+  if (isa == IsaLevel::kScalar) return AttentionKernels::kScalar;
+  if (attention_int8_scores(a)) {
+    if (isa == IsaLevel::kAvx512 && cpu_features().avx512vnni) return AttentionKernels::kAvx512;
+    return cpu_features().avxvnni ? AttentionKernels::kAvxVnni : AttentionKernels::kAvx2;
+  }
+  return isa == IsaLevel::kAvx512 ? AttentionKernels::kAvx512 : AttentionKernels::kAvx2;
+}
+
+}  // namespace
+
 void attention_task(IsaLevel isa, const AttentionArgs& args, int64_t token, int64_t kv_head) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
   TALLY_DCHECK(kv_type_supported(args.kv.k_dtype) && kv_type_supported(args.kv.v_dtype),
                "KV types {}/{}", dtype_name(args.kv.k_dtype), dtype_name(args.kv.v_dtype));
   if (attention_short_blocks(args)) return attention_short_blocks_task(args, token, kv_head);
-  // Int8 scores take vpdpbusd where the CPU has it (AVX-512 VNNI, else AVX-VNNI on 256 bits),
-  // else AVX2's vpmaddubsw: the integer sums, so the bits, are the same on all three.
-  if (isa != IsaLevel::kScalar && attention_int8_scores(args)) {
-    if (isa == IsaLevel::kAvx512 && cpu_features().avx512vnni)
-      return detail::attention_task_avx512(args, token, kv_head);
-    if (cpu_features().avxvnni) return detail::attention_task_avxvnni(args, token, kv_head);
-    return detail::attention_task_avx2(args, token, kv_head);
-  }
-  switch (isa) {
-    case IsaLevel::kAvx512: return detail::attention_task_avx512(args, token, kv_head);
-    case IsaLevel::kAvx2: return detail::attention_task_avx2(args, token, kv_head);
-    case IsaLevel::kScalar: return attention_task_impl<ScalarKernels>(args, token, kv_head);
+  switch (attention_kernels(isa, args)) {
+    case AttentionKernels::kAvx512: return detail::attention_task_avx512(args, token, kv_head);
+    case AttentionKernels::kAvxVnni: return detail::attention_task_avxvnni(args, token, kv_head);
+    case AttentionKernels::kAvx2: return detail::attention_task_avx2(args, token, kv_head);
+    case AttentionKernels::kScalar: return attention_task_impl<ScalarKernels>(args, token, kv_head);
   }
 }
 
 void attention_token_task(IsaLevel isa, const AttentionArgs& args, int64_t token) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
   if (attention_short_blocks(args)) return attention_short_blocks_token(args, token);
-  if (isa != IsaLevel::kScalar && attention_int8_scores(args)) {  // as attention_task
-    if (isa == IsaLevel::kAvx512 && cpu_features().avx512vnni)
-      return detail::attention_token_task_avx512(args, token);
-    if (cpu_features().avxvnni) return detail::attention_token_task_avxvnni(args, token);
-    return detail::attention_token_task_avx2(args, token);
-  }
-  switch (isa) {
-    case IsaLevel::kAvx512: return detail::attention_token_task_avx512(args, token);
-    case IsaLevel::kAvx2: return detail::attention_token_task_avx2(args, token);
-    case IsaLevel::kScalar: return attention_token_impl<ScalarKernels>(args, token);
+  switch (attention_kernels(isa, args)) {
+    case AttentionKernels::kAvx512: return detail::attention_token_task_avx512(args, token);
+    case AttentionKernels::kAvxVnni: return detail::attention_token_task_avxvnni(args, token);
+    case AttentionKernels::kAvx2: return detail::attention_token_task_avx2(args, token);
+    case AttentionKernels::kScalar: return attention_token_impl<ScalarKernels>(args, token);
   }
 }
 
