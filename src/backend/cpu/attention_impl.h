@@ -292,14 +292,20 @@ class AttentionRun {
   int64_t first() const { return first_; }
   int64_t n_ctx() const { return n_ctx_; }
 
-  // Positions [c0, c0 + kAttentionChunk) of the context (fewer at its end).
-  void chunk(int64_t c0) {
+  // Positions [c0, c0 + kAttentionChunk) of the context (fewer at its end). head0: the
+  // positions' row offsets of KV head h0 <= this run's, found once for several runs' heads
+  // (attention_token_typed); null: found here.
+  void chunk(int64_t c0, const int64_t* head0 = nullptr, int64_t h0 = 0) {
     const AttentionArgs& a = *a_;
     const int64_t hd = hd_, ng = ng_, n_ctx = n_ctx_;
     const void* k_layer = a.kv.k;
     const void* v_layer = a.kv.v;
     const int64_t nc = n_ctx - c0 < kAttentionChunk ? n_ctx - c0 : kAttentionChunk;
-    attention_chunk_offsets(table_, a.kv.block_size, c0, nc, a.n_kv_heads * hd, kvh_ * hd, offset_);
+    if (head0 != nullptr) {
+      for (int64_t p = 0; p < nc; ++p) offset_[p] = head0[p] + (kvh_ - h0) * hd;
+    } else {
+      attention_chunk_offsets(table_, a.kv.block_size, c0, nc, a.n_kv_heads * hd, kvh_ * hd, offset_);
+    }
     if constexpr (kKvInt8<EK>) {
       if (int8_) K::template scores_int8<EK, EV>(qq_, ng, k_layer, v_layer, offset_, nc, hd, prefetch_heads_, &s_[0][0]);
     }
@@ -382,25 +388,34 @@ void attention_token_typed(const AttentionArgs& a, int64_t t) {
       // each slot); every later chunk's are asked for a chunk ahead, a share before each
       // head's turn, so they arrive while the heads work rather than as the first one starts.
       for (int64_t h = 0; h < nh; ++h) runs[h].begin(a, t, h0 + h, 0, n_rep, h == 0 ? nh : 0);
-      const int64_t hd = a.head_dim, bs = a.kv.block_size;
+      // The rows of head h0 at each position of a chunk, found once for all nh heads.
+      const int64_t hd = a.head_dim, bs = a.kv.block_size, slot = a.n_kv_heads * hd;
+      const BlockTableView table = a.block_tables[a.seq_index[t]];
       const int64_t k_bytes = nh * EK::bytes(EK::row(a.kv.k, h0 * hd), hd);
       const int64_t v_bytes = nh * EV::bytes(EV::row(a.kv.v, h0 * hd), hd);
       const int64_t share = (kAttentionChunk + nh - 1) / nh;
       const int64_t n_ctx = runs[0].n_ctx();
-      int64_t next[kAttentionChunk];
-      for (int64_t c0 = runs[0].first(); c0 < n_ctx; c0 += kAttentionChunk) {
+      const auto chunk_size = [&](int64_t c) { return n_ctx - c < kAttentionChunk ? n_ctx - c : kAttentionChunk; };
+      int64_t rows_a[kAttentionChunk], rows_b[kAttentionChunk];
+      int64_t* cur = rows_a;
+      int64_t* next = rows_b;
+      const int64_t first = runs[0].first();
+      attention_chunk_offsets(table, bs, first, chunk_size(first), slot, h0 * hd, cur);
+      for (int64_t c0 = first; c0 < n_ctx; c0 += kAttentionChunk) {
         const int64_t c1 = c0 + kAttentionChunk;
-        const int64_t n_next = n_ctx - c1 < kAttentionChunk ? n_ctx - c1 : kAttentionChunk;
-        if (n_next > 0)
-          attention_chunk_offsets(a.block_tables[a.seq_index[t]], bs, c1, n_next, a.n_kv_heads * hd, h0 * hd, next);
+        const int64_t n_next = c1 < n_ctx ? chunk_size(c1) : 0;
+        if (n_next > 0) attention_chunk_offsets(table, bs, c1, n_next, slot, h0 * hd, next);
         for (int64_t h = 0; h < nh; ++h) {
           for (int64_t p = h * share; p < n_next && p < (h + 1) * share; ++p) {
             prefetch_bytes(EK::addr(EK::row(a.kv.k, next[p])), k_bytes);
             prefetch_bytes(EV::addr(EV::row(a.kv.v, next[p])), v_bytes);
           }
-          runs[h].chunk(c0);
+          runs[h].chunk(c0, cur, h0);
         }
         runs[0].set_prefetch_heads(0);
+        int64_t* done = cur;
+        cur = next;
+        next = done;
       }
       for (int64_t h = 0; h < nh; ++h) runs[h].end();
     }
