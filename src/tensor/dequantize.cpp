@@ -144,13 +144,11 @@ void dequantize_row_blocks(DType type, const void* src, float* dst, int64_t n, i
   for (int64_t b = 0; b < n / block_values; ++b) {
     uint16_t d = 0;
     std::memcpy(&d, block, sizeof d);
-    if (type == DType::kQ8_0) {
+    if (type == DType::kQ8_0)
       dequantize_q8_0_block(d, reinterpret_cast<const int8_t*>(block + sizeof d), len, dst + b * block_values);
-      block += q8_0_block_bytes(block_values);
-    } else {
+    else
       dequantize_q4_0_block(d, block + sizeof d, len, dst + b * block_values);
-      block += q4_0_block_bytes(block_values);
-    }
+    block += row_blocks_bytes(type, block_values, block_values);
   }
 }
 

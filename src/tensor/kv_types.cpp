@@ -17,8 +17,6 @@ constexpr DType kKvTypeList[] = {DType::kF32, DType::kF16, DType::kBF16, DType::
                                  DType::kQ4_0};
 constexpr std::string_view kKvTypeNames = "f32, f16, bf16, q8_0, q4_0";
 
-bool kv_type_is_blocked(DType type) { return dtype_info(type).block_size > 1; }
-
 Status kv_type_check_shape(DType type, int64_t n_kv_heads, int64_t head_dim) {
   if (!kv_type_is_blocked(type)) return Status::ok_status();
   if (n_kv_heads <= 0 || head_dim <= 0)
@@ -72,6 +70,8 @@ Result<KvTypes> kv_types_from_flags(std::string_view both, std::string_view k, s
   return types;
 }
 
+bool kv_type_is_blocked(DType type) { return dtype_info(type).block_size > 1; }
+
 int64_t kv_block_values(DType type, int64_t head_dim) {
   if (!kv_type_is_blocked(type)) return 1;
   return head_dim < kQBlock ? head_dim : kQBlock;
@@ -84,11 +84,7 @@ bool kv_type_short_blocks(DType type, int64_t head_dim) {
 int64_t kv_row_bytes(DType type, int64_t n_kv_heads, int64_t head_dim) {
   TALLY_DCHECK(kv_type_is_valid(type) && kv_type_check_shape(type, n_kv_heads, head_dim).ok(),
                "kv row of {} heads of {} values of {}", n_kv_heads, head_dim, dtype_name(type));
-  const int64_t values = n_kv_heads * head_dim;
-  if (!kv_type_is_blocked(type)) return dtype_row_bytes(type, values);
-  const int64_t block = kv_block_values(type, head_dim);
-  const int64_t block_bytes = type == DType::kQ8_0 ? q8_0_block_bytes(block) : q4_0_block_bytes(block);
-  return values / block * block_bytes;
+  return row_blocks_bytes(type, n_kv_heads * head_dim, kv_block_values(type, head_dim));
 }
 
 int64_t kv_types_row_bytes(KvTypes types, int64_t n_kv_heads, int64_t head_dim) {

@@ -41,6 +41,8 @@ Result<DType> kv_type_from_name(std::string_view name);
 // --kv-type (both) with the --kv-type-k / --kv-type-v overrides (empty: not given). The error
 // names the flag: "--kv-type-v: unknown kv type 'q5' (...)".
 Result<KvTypes> kv_types_from_flags(std::string_view both, std::string_view k, std::string_view v);
+// Whether `type` is stored in quantized blocks (q8_0, q4_0) rather than value by value.
+bool kv_type_is_blocked(DType type);
 // Values per quantization block of a row of heads of head_dim values: min(32, head_dim) for
 // q8_0 / q4_0, 1 for f32 / f16 / bf16.
 int64_t kv_block_values(DType type, int64_t head_dim);

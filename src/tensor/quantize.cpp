@@ -126,6 +126,12 @@ bool quant_block_values_valid(DType type, int64_t block_values) {
   return block_values > 0 && kQBlock % block_values == 0 && (type == DType::kQ8_0 || block_values % 2 == 0);
 }
 
+int64_t row_blocks_bytes(DType type, int64_t n, int64_t block_values) {
+  if (type != DType::kQ8_0 && type != DType::kQ4_0) return dtype_row_bytes(type, n);
+  const int64_t block = type == DType::kQ8_0 ? q8_0_block_bytes(block_values) : q4_0_block_bytes(block_values);
+  return n / block_values * block;
+}
+
 void quantize_row_blocks(DType type, const float* src, void* dst, int64_t n, int64_t block_values) {
   TALLY_CHECK(quant_block_values_valid(type, block_values) && n >= 0 && n % block_values == 0,
               "quantize_row_blocks: {} elements of {} in blocks of {}", n, dtype_name(type), block_values);
@@ -142,7 +148,7 @@ void quantize_row_blocks(DType type, const float* src, void* dst, int64_t n, int
       d = quantize_q4_0_block(x, len, block + sizeof d);
     }
     std::memcpy(block, &d, sizeof d);
-    block += type == DType::kQ8_0 ? q8_0_block_bytes(block_values) : q4_0_block_bytes(block_values);
+    block += row_blocks_bytes(type, block_values, block_values);
   }
 }
 

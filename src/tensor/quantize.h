@@ -54,6 +54,8 @@ void quantize_row_weighted(DType type, const float* src, void* dst, int64_t n, c
 // block_values.
 void quantize_row_blocks(DType type, const float* src, void* dst, int64_t n, int64_t block_values);
 void dequantize_row_blocks(DType type, const void* src, float* dst, int64_t n, int64_t block_values);
+// Bytes of n values of `type` in blocks of block_values (as quantize_row_blocks writes them).
+int64_t row_blocks_bytes(DType type, int64_t n, int64_t block_values);
 // Whether the above take `type` in blocks of block_values: its own block size (a type with row
 // conversions), or for q8_0 / q4_0 a divisor of 32 (even for q4_0: a byte holds two values).
 bool quant_block_values_valid(DType type, int64_t block_values);

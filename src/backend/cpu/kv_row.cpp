@@ -11,16 +11,12 @@ namespace tally::cpu {
 
 bool kv_type_supported(DType type) { return kv_type_is_valid(type); }
 
-namespace {
-bool kv_row_is_blocked(DType type) { return dtype_info(type).block_size > 1; }
-}  // namespace
-
 void kv_row_store(IsaLevel isa, DType type, const float* src, void* dst, int64_t n, int64_t head_dim) {
   TALLY_DCHECK(isa <= cpu_isa_level(), "ISA path {} not available", isa_level_name(isa));
   TALLY_DCHECK(kv_type_supported(type), "KV type {}", dtype_name(type));
   // q8_0 / q4_0: one quantizer for every ISA (a row is written once per token, so its cost
   // is small), so the cache holds the same bytes on every CPU.
-  if (kv_row_is_blocked(type)) {
+  if (kv_type_is_blocked(type)) {
     TALLY_DCHECK(head_dim > 0 && n % head_dim == 0 && kv_types_check_shape(type, n / head_dim, head_dim).ok(),
                  "{} KV row of {} values in heads of {}", dtype_name(type), n, head_dim);
     return quantize_row_blocks(type, src, dst, n, kv_block_values(type, head_dim));
@@ -53,7 +49,7 @@ void kv_row_store(DType type, const float* src, void* dst, int64_t n, int64_t he
 
 void kv_row_load(DType type, const void* src, float* dst, int64_t n, int64_t head_dim) {
   TALLY_DCHECK(kv_type_supported(type), "KV type {}", dtype_name(type));
-  if (kv_row_is_blocked(type)) return dequantize_row_blocks(type, src, dst, n, kv_block_values(type, head_dim));
+  if (kv_type_is_blocked(type)) return dequantize_row_blocks(type, src, dst, n, kv_block_values(type, head_dim));
   const uint16_t* s = static_cast<const uint16_t*>(src);
   switch (type) {
     case DType::kF16:
